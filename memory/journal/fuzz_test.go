@@ -1,0 +1,105 @@
+package journal_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/mnemo/mnemo/memory/journal"
+)
+
+// FuzzReplay feeds arbitrary bytes to the journal as a shard file. Opening,
+// tailing and scanning never fail or panic because of the content; they
+// return only valid records, Tail agrees with Scan, and a record appended
+// afterwards is stored intact whatever the file ended with.
+func FuzzReplay(f *testing.F) {
+	const (
+		v1 = `{"id":"01HQ0000000000000000000001","role":"user","text":"first","ts":"2024-02-01T10:00:00Z","mode":"text"}`
+		v2 = `{"id":"01HQ0000000000000000000002","role":"agent","text":"second","ts":"2024-02-01T10:00:01Z","mode":"voice","incomplete":true,"model":"m"}`
+	)
+	for _, seed := range []string{
+		"",
+		"\n",
+		v1 + "\n",
+		v1 + "\n" + v2 + "\n",
+		v1 + "\n" + v2,                    // last line without newline
+		v1 + "\n" + v2[:40],               // torn last line
+		v1 + "\nnot json\n" + v2 + "\n",   // corrupt line in the middle
+		v1 + "\n\xff\xfe\n" + v2 + "\n",   // not UTF-8
+		v1 + "\r\n" + v2 + "\r\n",         // hand edited on Windows
+		`{"role":"user"}` + "\n" + v1,     // no id
+		`{"id":"x","role":"user"}` + "\n", // id not a ULID
+		`{"id":"01hq00000000000000000000zz","role":"user"}` + "\n", // lower case id
+		`{"id":"7ZZZZZZZZZZZZZZZZZZZZZZZZZ","role":"user"}` + "\n", // the last ULID there is
+		"null\n[]\n{}\n\"\"\n",
+		v1 + "\n" + strings.Repeat("x", 70_000) + "\n" + v2 + "\n", // spans chunks
+	} {
+		f.Add([]byte(seed))
+	}
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "2024-02-01.jsonl"), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		now := func() time.Time { return time.Date(2024, 2, 1, 12, 0, 0, 0, time.UTC) }
+		j, err := journal.Open(dir, journal.Options{Now: now})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		defer j.Close()
+
+		var scanned []journal.Record
+		err = j.Scan(t.Context(), func(r journal.Record) error {
+			scanned = append(scanned, r)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Scan: %v", err)
+		}
+		for i, r := range scanned {
+			if _, err := ulid.ParseStrict(r.ID); err != nil || r.Role == "" || !utf8.ValidString(r.Text) {
+				t.Errorf("Scan returned an invalid record %d: %+v", i, r)
+			}
+		}
+		for _, k := range []int{0, 1, 2, len(scanned), len(scanned) + 1} {
+			tail, err := j.Tail(k)
+			if err != nil {
+				t.Fatalf("Tail(%d): %v", k, err)
+			}
+			want := scanned[len(scanned)-min(k, len(scanned)):]
+			if len(want) == 0 {
+				want = nil
+			}
+			if diff := cmp.Diff(want, tail); diff != "" {
+				t.Errorf("Tail(%d) differs from the end of Scan (-Scan +Tail):\n%s", k, diff)
+			}
+		}
+
+		rec, err := j.Append(t.Context(), journal.Record{Role: "user", Text: "after"})
+		if err != nil {
+			// Only a journal whose last ID is the very last ULID may refuse.
+			if len(scanned) == 0 || !strings.HasPrefix(scanned[len(scanned)-1].ID, "7ZZZZZZZZZ") || errors.Is(err, journal.ErrClosed) {
+				t.Fatalf("Append: %v", err)
+			}
+			return
+		}
+		if len(scanned) > 0 && rec.ID <= scanned[len(scanned)-1].ID {
+			t.Errorf("appended ID %s is not after the last ID %s", rec.ID, scanned[len(scanned)-1].ID)
+		}
+		tail, err := j.Tail(len(scanned) + 1)
+		if err != nil {
+			t.Fatalf("Tail after Append: %v", err)
+		}
+		if diff := cmp.Diff(append(scanned, rec), tail); diff != "" {
+			t.Errorf("Tail after Append (-want +got):\n%s", diff)
+		}
+	})
+}

@@ -1,0 +1,316 @@
+package journal
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"unicode/utf8"
+)
+
+// chunkSize is how much Tail reads at a time, backwards from the end.
+const chunkSize = 64 << 10
+
+// Tail returns the last n valid records, oldest first. It reads the shards
+// backwards from their end, so its cost depends on n, not on the size of the
+// journal. Records appended concurrently may or may not be included.
+func (j *Journal) Tail(n int) ([]Record, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	shards, err := j.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Record, 0, min(n, 256)) // newest first
+	for i := len(shards) - 1; i >= 0 && len(out) < n; i-- {
+		err := j.readShard(shards[i], func(f *os.File, path string, size int64) error {
+			return reverseLines(f, size, func(off int64, line []byte, tooLong bool) bool {
+				rec, ok := j.record(path, "offset", off, line, tooLong)
+				if ok {
+					out = append(out, rec)
+				}
+				return len(out) < n
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// Scan calls fn for every valid record, oldest first. It stops at, and
+// returns, the first error from fn, or the error of ctx once it is done.
+// Records appended concurrently may or may not be included.
+func (j *Journal) Scan(ctx context.Context, fn func(Record) error) error {
+	shards, err := j.snapshot()
+	if err != nil {
+		return err
+	}
+	for _, s := range shards {
+		err := j.readShard(s, func(f *os.File, path string, size int64) error {
+			return forwardLines(io.NewSectionReader(f, 0, size), func(lineNo int, line []byte, tooLong bool) error {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("journal: scan: %w", err)
+				}
+				rec, ok := j.record(path, "line", lineNo, line, tooLong)
+				if !ok {
+					return nil
+				}
+				return fn(rec)
+			})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shard is a shard file as a reader sees it.
+type shard struct {
+	name string
+	size int64 // bytes to read; -1: the whole file
+}
+
+// snapshot returns the shards to read, oldest first: those that existed at
+// the last durable append, with the newest cut at its durable size, so that
+// readers never see a line being written.
+func (j *Journal) snapshot() ([]shard, error) {
+	j.mu.Lock()
+	active, activeSize := j.active, j.activeSize
+	j.mu.Unlock()
+	if active == "" {
+		return nil, nil
+	}
+	names, err := j.shardNames()
+	if err != nil {
+		return nil, err
+	}
+	shards := make([]shard, 0, len(names))
+	for _, name := range names {
+		switch {
+		case name < active:
+			shards = append(shards, shard{name: name, size: -1})
+		case name == active:
+			shards = append(shards, shard{name: name, size: activeSize})
+		}
+	}
+	return shards, nil
+}
+
+// readShard opens s and calls read with it. A shard removed since the
+// snapshot is skipped.
+func (j *Journal) readShard(s shard, read func(f *os.File, path string, size int64) error) error {
+	path := filepath.Join(j.dir, s.name)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		j.log.Warn("journal: shard disappeared while reading", "file", path)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	size := s.size
+	if size < 0 {
+		st, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		size = st.Size()
+	}
+	if err := read(f, path, size); err != nil {
+		return err
+	}
+	return nil
+}
+
+// record parses one line, logging why it is skipped when it is not a valid
+// record; where says where the line is (key "offset" or "line", and value).
+// Empty lines are skipped silently. The line's content is never logged.
+func (j *Journal) record(path, whereKey string, where any, line []byte, tooLong bool) (Record, bool) {
+	if tooLong {
+		j.log.Warn("journal: skipping line", "file", path, whereKey, where, "reason", fmt.Sprintf("longer than %d bytes", maxLine))
+		return Record{}, false
+	}
+	if len(line) == 0 {
+		return Record{}, false
+	}
+	rec, err := parseRecord(line)
+	if err != nil {
+		j.log.Warn("journal: skipping line", "file", path, whereKey, where, "reason", err.Error())
+		return Record{}, false
+	}
+	return rec, true
+}
+
+// parseRecord parses a line into a valid record. Its errors describe what is
+// wrong without quoting the line.
+func parseRecord(line []byte) (Record, error) {
+	if !utf8.Valid(line) {
+		return Record{}, errors.New("not valid UTF-8")
+	}
+	var rec Record
+	if err := json.Unmarshal(line, &rec); err != nil {
+		var (
+			syntax *json.SyntaxError
+			typ    *json.UnmarshalTypeError
+		)
+		switch {
+		case errors.As(err, &syntax):
+			return Record{}, fmt.Errorf("invalid JSON at byte %d", syntax.Offset)
+		case errors.As(err, &typ) && typ.Field != "":
+			return Record{}, fmt.Errorf("field %q has the wrong type", typ.Field)
+		default:
+			return Record{}, errors.New("invalid JSON value")
+		}
+	}
+	if rec.ID == "" {
+		return Record{}, errors.New("record has no id")
+	}
+	id, err := parseID(rec.ID)
+	if err != nil {
+		return Record{}, errors.New("record id is not a ULID")
+	}
+	rec.ID = id.String() // canonical upper case, so that IDs compare as strings
+	if rec.Role == "" {
+		return Record{}, errors.New("record has no role")
+	}
+	return rec, nil
+}
+
+// reverseLines calls fn with each line of the first size bytes of r, last
+// line first, with the offset where the line starts and without its
+// newline, until fn returns false. The lines are those forwardLines finds. A
+// line longer than maxLine is passed as nil with tooLong set. The line is
+// only valid during the call.
+//
+// It reads chunkSize bytes at a time from the end; a line that spans chunks
+// is read again in one piece, so memory stays bounded by maxLine.
+func reverseLines(r io.ReaderAt, size int64, fn func(off int64, line []byte, tooLong bool) bool) error {
+	if size <= 0 {
+		return nil
+	}
+	buf := make([]byte, min(chunkSize, size))
+	var long []byte
+	// emit passes the line [start, end) to fn; chunk holds [pos, pos+len(chunk)).
+	emit := func(start, end, pos int64, chunk []byte) (bool, error) {
+		n := end - start
+		switch {
+		case start == size:
+			return true, nil // after the final newline: no line
+		case n > maxLine:
+			return fn(start, nil, true), nil
+		case end <= pos+int64(len(chunk)):
+			return fn(start, chunk[start-pos:end-pos], false), nil
+		}
+		if int64(cap(long)) < n {
+			long = make([]byte, n)
+		}
+		long = long[:n]
+		if err := readFull(r, long, start); err != nil {
+			return false, err
+		}
+		return fn(start, long, false), nil
+	}
+
+	end := size // end of the line being looked for, before its newline
+	pos := size // start of chunk in the file
+	var chunk []byte
+	for pos > 0 {
+		n := min(int64(chunkSize), pos)
+		pos -= n
+		chunk = buf[:n]
+		if err := readFull(r, chunk, pos); err != nil {
+			return err
+		}
+		for i := len(chunk); ; {
+			i = bytes.LastIndexByte(chunk[:i], '\n')
+			if i < 0 {
+				break
+			}
+			more, err := emit(pos+int64(i)+1, end, pos, chunk)
+			if err != nil || !more {
+				return err
+			}
+			end = pos + int64(i)
+		}
+	}
+	_, err := emit(0, end, 0, chunk) // the first line of the file
+	return err
+}
+
+func readFull(r io.ReaderAt, b []byte, off int64) error {
+	n, err := r.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("journal: read at %d: %w", off, err)
+}
+
+// forwardLines calls fn with each line of r, numbered from 1 and without its
+// newline, until fn returns an error, which it returns. A line longer than
+// maxLine is passed as nil with tooLong set, having been discarded as it was
+// read. The line is only valid during the call.
+func forwardLines(r io.Reader, fn func(lineNo int, line []byte, tooLong bool) error) error {
+	br := bufio.NewReaderSize(r, chunkSize)
+	var (
+		long    []byte // the line so far, when it is longer than br's buffer
+		tooLong bool
+	)
+	for lineNo := 1; ; {
+		frag, err := br.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			if !tooLong && len(long)+len(frag) > maxLine {
+				tooLong, long = true, long[:0]
+			}
+			if !tooLong {
+				long = append(long, frag...)
+			}
+			continue
+		case err != nil && !errors.Is(err, io.EOF):
+			return fmt.Errorf("journal: read: %w", err)
+		case errors.Is(err, io.EOF) && len(frag) == 0 && len(long) == 0 && !tooLong:
+			return nil
+		}
+		frag = bytes.TrimSuffix(frag, []byte{'\n'})
+		line := frag
+		if len(long) > 0 || tooLong {
+			if !tooLong && len(long)+len(frag) > maxLine {
+				tooLong = true
+			}
+			if !tooLong {
+				long = append(long, frag...)
+				line = long
+			}
+		}
+		if tooLong {
+			line = nil
+		}
+		if ferr := fn(lineNo, line, tooLong); ferr != nil {
+			return ferr
+		}
+		if err != nil { // io.EOF after a last line without newline
+			return nil
+		}
+		lineNo++
+		long, tooLong = long[:0], false
+	}
+}

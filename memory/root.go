@@ -1,0 +1,289 @@
+// Package memory owns the memory root: the directory, kept under git, that
+// holds everything mnemo remembers (the journal under threads/, the
+// continuity anchor, knowledge notes, summaries) and a derived, git-ignored
+// index/.
+package memory
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+const (
+	dirPerm  = 0o700
+	filePerm = 0o600
+
+	threadsDir = "threads"
+	indexDir   = "index"
+	gitignore  = ".gitignore"
+
+	commitName    = "hearth"
+	commitEmail   = "hearth@localhost"
+	commitMessage = "memory: initialise root"
+)
+
+// Root is an open memory root.
+type Root struct {
+	dir string
+}
+
+// Open opens the memory root at dir, creating it if needed.
+//
+// It copies every file of defaults that is missing from dir (an existing file
+// is never overwritten), creates threads/ and a .gitignore that ignores
+// index/, and makes sure dir is a git repository with at least one commit.
+// defaults may be nil. When version history cannot be established, Open
+// returns an error that says so, and the caller must not run without it.
+func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*Root, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if dir == "" {
+		return nil, errors.New("memory root: no directory given")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("memory root %s: %w", dir, err)
+	}
+	dir = abs
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return nil, fmt.Errorf("memory root %s: %w", dir, err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("memory root %s: %w", dir, err)
+	}
+	defer root.Close()
+
+	if defaults != nil {
+		if err := copyDefaults(root, defaults, log); err != nil {
+			return nil, fmt.Errorf("memory root %s: copy defaults: %w", dir, err)
+		}
+	}
+	if err := root.MkdirAll(threadsDir, dirPerm); err != nil {
+		return nil, fmt.Errorf("memory root %s: %w", dir, err)
+	}
+	if err := ensureGitignore(root, log); err != nil {
+		return nil, fmt.Errorf("memory root %s: %w", dir, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memory root %s: %w", dir, err)
+	}
+	if err := ensureHistory(dir, log); err != nil {
+		return nil, fmt.Errorf("memory root %s: cannot establish version history: %w", dir, err)
+	}
+	log.Debug("memory root open", "dir", dir)
+	return &Root{dir: dir}, nil
+}
+
+// Dir returns the absolute path of the root.
+func (r *Root) Dir() string { return r.dir }
+
+// ThreadsDir returns the directory that holds the conversation journal.
+func (r *Root) ThreadsDir() string { return filepath.Join(r.dir, threadsDir) }
+
+// ReadFile reads the file name, a slash-separated path relative to the root
+// such as "continuity.json". Paths that would leave the root, lexically or
+// through a symbolic link, are rejected with an error wrapping fs.ErrInvalid
+// or the error of the underlying os.Root. A missing file gives an error
+// wrapping fs.ErrNotExist.
+func (r *Root) ReadFile(name string) ([]byte, error) {
+	local := filepath.FromSlash(name)
+	if !filepath.IsLocal(local) {
+		return nil, fmt.Errorf("memory root %s: %w", r.dir, &fs.PathError{Op: "read", Path: name, Err: fs.ErrInvalid})
+	}
+	root, err := os.OpenRoot(r.dir)
+	if err != nil {
+		return nil, fmt.Errorf("memory root %s: %w", r.dir, err)
+	}
+	defer root.Close()
+	b, err := root.ReadFile(local)
+	if err != nil {
+		return nil, fmt.Errorf("memory root %s: %w", r.dir, err)
+	}
+	return b, nil
+}
+
+// DefaultDir returns the default memory root: $XDG_DATA_HOME/mnemo, or
+// ~/.local/share/mnemo when XDG_DATA_HOME is unset or not absolute.
+func DefaultDir() (string, error) {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "mnemo"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("memory root: no default directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "mnemo"), nil
+}
+
+// copyDefaults copies every regular file of defaults that root lacks.
+func copyDefaults(root *os.Root, defaults fs.FS, log *slog.Logger) error {
+	return fs.WalkDir(defaults, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		local := filepath.FromSlash(p)
+		if d.IsDir() {
+			return root.MkdirAll(local, dirPerm)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if _, err := root.Lstat(local); err == nil {
+			return nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := copyFile(root, local, defaults, p); err != nil {
+			return err
+		}
+		log.Info("memory root: copied default", "file", p)
+		return nil
+	})
+}
+
+// copyFile creates dst (which must not exist) with the contents of src. A
+// partly written file is removed, so that a later Open copies it again.
+func copyFile(root *os.Root, dst string, fsys fs.FS, src string) (err error) {
+	in, err := fsys.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := root.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			out.Close()
+			root.Remove(dst)
+		}
+	}()
+	if _, err := io.Copy(out, in); err != nil {
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		return err
+	}
+	return out.Close()
+}
+
+// ensureGitignore makes sure .gitignore ignores index/. An existing file is
+// kept; the rule is appended to it if missing.
+func ensureGitignore(root *os.Root, log *slog.Logger) error {
+	const rule = indexDir + "/"
+	b, err := root.ReadFile(gitignore)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return writeNew(root, gitignore, []byte(rule+"\n"))
+	case err != nil:
+		return err
+	}
+	for line := range bytes.Lines(b) {
+		switch string(bytes.TrimSpace(line)) {
+		case rule, indexDir, "/" + rule, "/" + indexDir:
+			return nil
+		}
+	}
+	f, err := root.OpenFile(gitignore, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	add := rule + "\n"
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		add = "\n" + add
+	}
+	if _, err := f.WriteString(add); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	log.Info("memory root: added index/ to .gitignore")
+	return nil
+}
+
+func writeNew(root *os.Root, name string, data []byte) error {
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ensureHistory makes sure dir is a git repository whose HEAD points at a
+// readable commit, creating the repository and its first commit if needed.
+func ensureHistory(dir string, log *slog.Logger) error {
+	repo, err := git.PlainOpen(dir)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		// PlainOpen also reports a missing repository when .git is a
+		// regular file that is not a valid gitdir link; never init over it.
+		if _, serr := os.Lstat(filepath.Join(dir, git.GitDirName)); !errors.Is(serr, fs.ErrNotExist) {
+			return fmt.Errorf("%s exists but is not a git repository: %w", git.GitDirName, err)
+		}
+		repo, err = git.PlainInit(dir, false)
+		if err != nil {
+			return fmt.Errorf("init: %w", err)
+		}
+		log.Info("memory root: initialised git repository", "dir", dir)
+	} else if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+
+	head, err := repo.Head()
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		return initialCommit(repo, log)
+	case err != nil:
+		return fmt.Errorf("read HEAD: %w", err)
+	}
+	if _, err := repo.CommitObject(head.Hash()); err != nil {
+		return fmt.Errorf("read HEAD commit %s: %w", head.Hash(), err)
+	}
+	return nil
+}
+
+func initialCommit(repo *git.Repository, log *slog.Logger) error {
+	wt, err := repo.Worktree()
+	if err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		return fmt.Errorf("add: %w", err)
+	}
+	hash, err := wt.Commit(commitMessage, &git.CommitOptions{
+		Author: &object.Signature{
+			Name:  commitName,
+			Email: commitEmail,
+			When:  time.Now(),
+		},
+		AllowEmptyCommits: true,
+	})
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	log.Info("memory root: first commit", "commit", hash.String())
+	return nil
+}
