@@ -1,0 +1,238 @@
+// Package llm talks to model providers: the request and response types
+// hearth uses for one model call, the provider configuration read from the
+// environment, and adapters for the providers' wire protocols.
+//
+// An adapter makes exactly one attempt per call. Whether and when to retry
+// is the caller's decision, informed by [Error.Retryable].
+package llm
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+)
+
+// Roles of a [Message].
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Provider names used in [Config.Provider].
+const (
+	ProviderXAI    = "xai"
+	ProviderOpenAI = "openai"
+)
+
+// Defaults used when the environment does not name a model, base URL or
+// timeout.
+const (
+	DefaultXAIModel      = "grok-4.3"
+	DefaultOpenAIModel   = "gpt-4.1-mini"
+	DefaultXAIBaseURL    = "https://api.x.ai/v1"
+	DefaultOpenAIBaseURL = "https://api.openai.com/v1"
+	DefaultTimeout       = 5 * time.Minute
+)
+
+// Message is one message of a conversation sent to a model.
+type Message struct {
+	Role    string // RoleSystem, RoleUser or RoleAssistant
+	Content string
+}
+
+// Request is one model call.
+type Request struct {
+	Model    string // "" means the provider's configured model
+	Messages []Message
+}
+
+// Usage is the token accounting a provider reported for one call.
+type Usage struct {
+	InputTokens, OutputTokens int64
+}
+
+// Response is the accumulated result of one model call.
+type Response struct {
+	Text         string
+	Model        string // as reported by the provider, else as requested
+	FinishReason string // "stop", "length", ... as reported by the provider
+	Usage        *Usage // nil if the provider did not report usage
+}
+
+// Config is which provider to talk to. Its String, GoString and LogValue
+// never include the API key.
+type Config struct {
+	Provider string // ProviderXAI, ProviderOpenAI or "" (none configured)
+	Model    string
+	BaseURL  string
+	APIKey   string        // never logged
+	Timeout  time.Duration // per model call; 0 means DefaultTimeout
+}
+
+// String describes c without its API key, for example
+// "xai model=grok-4.3 base=https://api.x.ai/v1".
+func (c Config) String() string {
+	if c.Provider == "" {
+		return "none"
+	}
+	return fmt.Sprintf("%s model=%s base=%s", c.Provider, c.Model, redactURL(c.BaseURL))
+}
+
+// GoString keeps %#v from printing the API key.
+func (c Config) GoString() string { return "llm.Config{" + c.String() + "}" }
+
+// LogValue keeps structured logging from printing the API key.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+// redactURL hides a password embedded in a base URL.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	return u.Redacted()
+}
+
+// ErrNoProvider reports that the environment configures no model provider.
+var ErrNoProvider = errors.New("no model provider is configured: set XAI_API_KEY, or MNEMO_PROVIDER=openai with OPENAI_BASE_URL (and OPENAI_API_KEY if the server needs one)")
+
+// ConfigFromEnv reads the provider configuration through getenv (os.Getenv
+// in production):
+//
+//   - MNEMO_PROVIDER: "xai" or "openai"; when unset, xAI is chosen if
+//     XAI_API_KEY is set, else OpenAI-compatible if OPENAI_BASE_URL or
+//     OPENAI_API_KEY is set.
+//   - MNEMO_MODEL: the model; defaults to DefaultXAIModel or
+//     DefaultOpenAIModel (Ollama and llama.cpp users set it).
+//   - XAI_API_KEY, XAI_BASE_URL (default DefaultXAIBaseURL).
+//   - OPENAI_API_KEY, OPENAI_BASE_URL (default DefaultOpenAIBaseURL). A key
+//     is optional when OPENAI_BASE_URL names another server (Ollama,
+//     llama.cpp, vLLM).
+//
+// With nothing configured it returns Config{} and ErrNoProvider. A
+// contradictory environment is an error naming the variable to fix.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	env := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	provider := strings.ToLower(env("MNEMO_PROVIDER"))
+	xaiKey, xaiBase := env("XAI_API_KEY"), env("XAI_BASE_URL")
+	openaiKey, openaiBase := env("OPENAI_API_KEY"), env("OPENAI_BASE_URL")
+
+	if provider == "" {
+		switch {
+		case xaiKey != "":
+			provider = ProviderXAI
+		case openaiKey != "" || openaiBase != "":
+			provider = ProviderOpenAI
+		case xaiBase != "":
+			return Config{}, errors.New("XAI_BASE_URL is set but XAI_API_KEY is not: set XAI_API_KEY to use xAI")
+		default:
+			return Config{}, ErrNoProvider
+		}
+	}
+
+	var c Config
+	switch provider {
+	case ProviderXAI:
+		if xaiKey == "" {
+			return Config{}, errors.New("MNEMO_PROVIDER=xai but XAI_API_KEY is not set")
+		}
+		c = Config{Provider: ProviderXAI, Model: DefaultXAIModel, BaseURL: cmp.Or(xaiBase, DefaultXAIBaseURL), APIKey: xaiKey}
+		if err := checkBaseURL(c.BaseURL); err != nil {
+			return Config{}, fmt.Errorf("XAI_BASE_URL: %w", err)
+		}
+	case ProviderOpenAI:
+		if openaiKey == "" && openaiBase == "" {
+			return Config{}, fmt.Errorf("MNEMO_PROVIDER=openai but neither OPENAI_API_KEY (for %s) nor OPENAI_BASE_URL (for a local server such as Ollama) is set", DefaultOpenAIBaseURL)
+		}
+		c = Config{Provider: ProviderOpenAI, Model: DefaultOpenAIModel, BaseURL: cmp.Or(openaiBase, DefaultOpenAIBaseURL), APIKey: openaiKey}
+		if err := checkBaseURL(c.BaseURL); err != nil {
+			return Config{}, fmt.Errorf("OPENAI_BASE_URL: %w", err)
+		}
+	default:
+		return Config{}, fmt.Errorf("MNEMO_PROVIDER=%q is not supported: use %q or %q", provider, ProviderXAI, ProviderOpenAI)
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	c.Model = cmp.Or(env("MNEMO_MODEL"), c.Model)
+	return c, nil
+}
+
+// checkBaseURL accepts absolute http and https URLs.
+func checkBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error quotes the input; the input is not secret but may be
+		// long, so keep only the reason.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return fmt.Errorf("not a valid URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%s: the scheme must be http or https", u.Redacted())
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%s: the URL has no host", u.Redacted())
+	}
+	return nil
+}
+
+// Error is a failed model call. hearth shows the user a fixed message and
+// logs Error's text, which never contains the API key.
+type Error struct {
+	Provider  string
+	Status    int  // HTTP status of an error reply; 0 if there was none
+	Retryable bool // rate limits, server errors, transport failures and timeouts
+	Err       error
+
+	secret string // redacted from Error's text
+}
+
+// Error describes the failure, including the provider's own message when it
+// sent one, with the API key redacted.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(cmp.Or(e.Provider, "model provider"))
+	if e.Status != 0 {
+		fmt.Fprintf(&b, ": HTTP %d", e.Status)
+		if text := http.StatusText(e.Status); text != "" {
+			b.WriteString(" " + text)
+		}
+	}
+	apiErr, isAPIErr := e.Err.(*openai.Error)
+	switch {
+	case isAPIErr:
+		// openai.Error's own text is only the status; the details a log
+		// reader needs are in its fields.
+		if apiErr.Message != "" {
+			b.WriteString(": " + apiErr.Message)
+		}
+		var details []string
+		if apiErr.Type != "" {
+			details = append(details, "type="+apiErr.Type)
+		}
+		if apiErr.Code != "" {
+			details = append(details, "code="+apiErr.Code)
+		}
+		if len(details) > 0 {
+			b.WriteString(" (" + strings.Join(details, " ") + ")")
+		}
+	case e.Err != nil:
+		b.WriteString(": " + e.Err.Error())
+	}
+	if e.secret == "" {
+		return b.String()
+	}
+	return strings.ReplaceAll(b.String(), e.secret, "[redacted]")
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
