@@ -1,0 +1,329 @@
+// Package ipc holds protocol v1 between hearth and its clients: the wire
+// types, the NDJSON codec and a client that dials, authenticates, streams
+// events and reconnects.
+//
+// The wire is one JSON object per line. Every object carries a "type" field
+// naming one of the message types below. Unknown fields are ignored; an
+// unknown type is reported as *UnknownTypeError so that a peer can answer
+// with an error and keep the connection open.
+//
+// This package never imports hearth or memory: wire types are separate from
+// the daemon's domain types and are converted at the edge.
+package ipc
+
+import "time"
+
+// ProtocolVersion is the version of the wire protocol this package speaks.
+// A connect without a version is taken as version 1.
+const ProtocolVersion = 1
+
+// MaxLineBytes bounds one NDJSON line, newline excluded. A longer line is
+// an error after which the connection is closed.
+const MaxLineBytes = 1 << 20
+
+// Message types sent by clients.
+const (
+	TypeConnect      = "connect"
+	TypeMessage      = "message"
+	TypeVoiceRequest = "voice_request"
+	TypeTranscript   = "transcript"
+	TypeStopVoice    = "stop_voice"
+	TypeDisconnect   = "disconnect"
+	TypePing         = "ping"
+)
+
+// Message types sent by hearth.
+const (
+	TypeHistory         = "history"
+	TypeToken           = "token"
+	TypeStatus          = "status"
+	TypeTurn            = "turn"
+	TypeDone            = "done"
+	TypeToolCall        = "tool_call"
+	TypeToolResult      = "tool_result"
+	TypeVoiceCredential = "voice_credential"
+	TypeError           = "error"
+	TypePong            = "pong"
+)
+
+// Msg is any protocol message. Type reports the value of its "type" field.
+type Msg interface {
+	Type() string
+}
+
+// Roles of a turn.
+const (
+	RoleUser  = "user"
+	RoleAgent = "agent"
+)
+
+// Modes of a turn.
+const (
+	ModeText  = "text"
+	ModeVoice = "voice"
+)
+
+// Agent states carried by Status.
+const (
+	StateIdle     = "idle"
+	StateThinking = "thinking"
+	StateTool     = "tool"
+)
+
+// Error codes carried by Error. Messages that accompany them are safe to
+// show: they never hold paths, stack traces or secrets.
+const (
+	CodeBadRequest      = "bad_request"      // malformed JSON or a missing field; the connection stays open
+	CodeUnknownType     = "unknown_type"     // a type this hearth does not know; the connection stays open
+	CodeLineTooLong     = "line_too_long"    // a line over MaxLineBytes; the connection is closed
+	CodeUnauthorized    = "unauthorized"     // wrong or missing token, or a message before connect; closed
+	CodeProtocol        = "protocol_version" // the peer speaks a protocol version this side does not; closed
+	CodeHandshake       = "handshake_timeout"
+	CodeTooManyClients  = "too_many_clients"
+	CodeSlowClient      = "slow_client" // the client's queue overflowed; it is disconnected and should resync
+	CodeNoProvider      = "no_provider" // no model provider is configured
+	CodeProviderError   = "provider_error"
+	CodeToolError       = "tool_error"
+	CodeContextOverflow = "context_overflow"
+	CodeUnavailable     = "unavailable" // the feature is not available on this hearth
+	CodeShuttingDown    = "shutting_down"
+	CodeInternal        = "internal"
+)
+
+// Turn is one stored turn of the conversation as it crosses the wire.
+type Turn struct {
+	ID      string    `json:"id"`
+	Role    string    `json:"role"`
+	Content string    `json:"content"`
+	TS      time.Time `json:"ts"`
+	Mode    string    `json:"mode"`
+	// Incomplete marks an agent reply cut short (provider failure,
+	// cancellation, shutdown); Content holds what had streamed.
+	Incomplete bool `json:"incomplete,omitempty"`
+	// Truncated marks Content cut to fit one line (see MaxTurnContent);
+	// the journal holds the whole turn, and a reply's tokens carried all
+	// of it.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// MaxTurnContent bounds Turn.Content on the wire so that any turn, even one
+// whose every byte needs a six-byte JSON escape, fits in one line.
+const MaxTurnContent = MaxLineBytes / 8
+
+// Usage is token accounting for one model reply, when the provider reports it.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// Connect is the first message of every connection.
+//
+//	{"type":"connect","token":"…","client":"mnemo/0.1","protocol":1}
+type Connect struct {
+	Token    string `json:"token"`
+	Client   string `json:"client,omitempty"`
+	Protocol int    `json:"protocol,omitempty"`
+}
+
+// Message is a text turn from the owner.
+//
+//	{"type":"message","content":"hello","ref":"c1"}
+type Message struct {
+	Content string `json:"content"`
+	// Ref is an optional client-chosen id echoed in the Turn that stores
+	// this message and in any Error about it.
+	Ref string `json:"ref,omitempty"`
+}
+
+// VoiceRequest asks hearth for an ephemeral realtime voice credential.
+//
+//	{"type":"voice_request"}
+type VoiceRequest struct{}
+
+// Transcript is a finished voice turn, appended to the same history.
+//
+//	{"type":"transcript","role":"user","text":"hi there"}
+type Transcript struct {
+	Role string `json:"role"`
+	Text string `json:"text"`
+	Ref  string `json:"ref,omitempty"`
+}
+
+// StopVoice tells hearth that the voice session ended.
+//
+//	{"type":"stop_voice"}
+type StopVoice struct{}
+
+// Disconnect is a clean goodbye.
+//
+//	{"type":"disconnect"}
+type Disconnect struct{}
+
+// Ping asks for a Pong; clients use it to check a quiet connection.
+//
+//	{"type":"ping","ref":"p1"}
+type Ping struct {
+	Ref string `json:"ref,omitempty"`
+}
+
+// History answers Connect: the last turns of the conversation, oldest first.
+//
+//	{"type":"history","turns":[…],"server":"hearth/0.1.0","protocol":1,"conversation_id":"main","state":"idle"}
+type History struct {
+	Turns          []Turn `json:"turns"`
+	Server         string `json:"server"`
+	Protocol       int    `json:"protocol"`
+	ConversationID string `json:"conversation_id"`
+	State          string `json:"state,omitempty"`
+	// Pending is the part of a reply that has streamed so far when the
+	// client connects mid-turn; the rest follows as Token messages.
+	Pending  string `json:"pending,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+}
+
+// Token is a streamed chunk of the agent's reply, sent to every client.
+// A reply's tokens follow the Turn that asked for it and end with Done.
+//
+//	{"type":"token","content":"Hel"}
+type Token struct {
+	Content string `json:"content"`
+}
+
+// Status reports a change of the agent's state.
+//
+//	{"type":"status","state":"thinking"}
+type Status struct {
+	State  string `json:"state"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// TurnStored announces a turn committed to the journal (a message or a
+// transcript), to every client. Ref echoes the sender's Message.Ref.
+//
+//	{"type":"turn","turn":{"id":"01J…","role":"user","content":"hello","ts":"…","mode":"text"},"ref":"c1"}
+type TurnStored struct {
+	Turn Turn   `json:"turn"`
+	Ref  string `json:"ref,omitempty"`
+}
+
+// Done ends an agent reply: Turn is the stored record.
+//
+//	{"type":"done","turn":{…},"usage":{"input_tokens":12,"output_tokens":40},"model":"grok-4.3"}
+type Done struct {
+	Turn  Turn   `json:"turn"`
+	Usage *Usage `json:"usage,omitempty"`
+	Model string `json:"model,omitempty"`
+}
+
+// ToolCall reports a tool the agent is calling. Arguments have secrets
+// redacted.
+//
+//	{"type":"tool_call","id":"call_1","name":"current_time","arguments":{},"reason":"…"}
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments any    `json:"arguments,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// ToolResult reports the outcome of a tool call: a summary or an error.
+//
+//	{"type":"tool_result","id":"call_1","name":"current_time","result":"…","duration_ms":3}
+type ToolResult struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Result     string `json:"result,omitempty"`
+	Error      string `json:"error,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// VoiceCredential carries an ephemeral realtime credential. The API key
+// never leaves hearth.
+//
+//	{"type":"voice_credential","token":"…","expires_at":"…","instructions":"…"}
+type VoiceCredential struct {
+	Token        string    `json:"token"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	Instructions string    `json:"instructions,omitempty"`
+	Model        string    `json:"model,omitempty"`
+	URL          string    `json:"url,omitempty"`
+}
+
+// Error is a failure safe for display.
+//
+//	{"type":"error","code":"no_provider","message":"no model provider is configured: …"}
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Ref     string `json:"ref,omitempty"`
+}
+
+// Error implements the error interface so a received Error can be returned.
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Pong answers Ping.
+//
+//	{"type":"pong","ref":"p1"}
+type Pong struct {
+	Ref string `json:"ref,omitempty"`
+}
+
+func (*Connect) Type() string         { return TypeConnect }
+func (*Message) Type() string         { return TypeMessage }
+func (*VoiceRequest) Type() string    { return TypeVoiceRequest }
+func (*Transcript) Type() string      { return TypeTranscript }
+func (*StopVoice) Type() string       { return TypeStopVoice }
+func (*Disconnect) Type() string      { return TypeDisconnect }
+func (*Ping) Type() string            { return TypePing }
+func (*History) Type() string         { return TypeHistory }
+func (*Token) Type() string           { return TypeToken }
+func (*Status) Type() string          { return TypeStatus }
+func (*TurnStored) Type() string      { return TypeTurn }
+func (*Done) Type() string            { return TypeDone }
+func (*ToolCall) Type() string        { return TypeToolCall }
+func (*ToolResult) Type() string      { return TypeToolResult }
+func (*VoiceCredential) Type() string { return TypeVoiceCredential }
+func (*Error) Type() string           { return TypeError }
+func (*Pong) Type() string            { return TypePong }
+
+// newMsg returns a zero message of the named type, or nil.
+func newMsg(typ string) Msg {
+	switch typ {
+	case TypeConnect:
+		return new(Connect)
+	case TypeMessage:
+		return new(Message)
+	case TypeVoiceRequest:
+		return new(VoiceRequest)
+	case TypeTranscript:
+		return new(Transcript)
+	case TypeStopVoice:
+		return new(StopVoice)
+	case TypeDisconnect:
+		return new(Disconnect)
+	case TypePing:
+		return new(Ping)
+	case TypeHistory:
+		return new(History)
+	case TypeToken:
+		return new(Token)
+	case TypeStatus:
+		return new(Status)
+	case TypeTurn:
+		return new(TurnStored)
+	case TypeDone:
+		return new(Done)
+	case TypeToolCall:
+		return new(ToolCall)
+	case TypeToolResult:
+		return new(ToolResult)
+	case TypeVoiceCredential:
+		return new(VoiceCredential)
+	case TypeError:
+		return new(Error)
+	case TypePong:
+		return new(Pong)
+	}
+	return nil
+}
