@@ -1,0 +1,51 @@
+// Command hearth is the mnemo daemon: it keeps the conversation, the
+// memory and the model, and serves mnemo clients over NDJSON/TCP.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/mnemo/mnemo/hearth"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "hearth:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var o hearth.DaemonOptions
+	flag.StringVar(&o.Addr, "addr", "", "listen address (default 127.0.0.1:$MNEMO_HEARTH_PORT or 127.0.0.1:7744)")
+	flag.BoolVar(&o.ListenRemote, "listen-remote", false, "allow a non-loopback -addr (requires APP_AUTH_TOKEN)")
+	flag.StringVar(&o.Root, "root", "", "memory root directory (default $XDG_DATA_HOME/mnemo)")
+	flag.IntVar(&o.HistoryTurns, "history", 50, "turns sent to a client when it connects")
+	flag.StringVar(&o.TokenFile, "token-file", "", "auth token file, used when APP_AUTH_TOKEN is unset (default $XDG_CONFIG_HOME/mnemo/token)")
+	level := flag.String("log-level", "info", "log level: debug, info, warn, error")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+	o.Version = version
+	o.Getenv = os.Getenv
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return hearth.RunDaemon(ctx, o)
+}

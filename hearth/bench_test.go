@@ -1,0 +1,105 @@
+package hearth
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mnemo/mnemo/hearth/llm"
+	"github.com/mnemo/mnemo/ipc"
+)
+
+// BenchmarkTokenLatency measures hearth's own latency from a model chunk
+// arriving (the provider adapter calling onText) to a client having decoded
+// it, over loopback TCP with the real ipc client. The model emits in lock
+// step (the next chunk only after every client has the last), so the
+// numbers are latency, not queueing. Reports p50 and p99 in microseconds.
+func BenchmarkTokenLatency(b *testing.B) {
+	for _, clients := range []int{1, 10} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			benchTokenLatency(b, clients)
+		})
+	}
+}
+
+func benchTokenLatency(b *testing.B, nclients int) {
+	model := newScriptModel()
+	th := startHearth(b, b.TempDir(), func(c *Config) { c.Model = model; c.Log = nil })
+
+	conns := make([]*ipc.Conn, nclients)
+	for i := range conns {
+		c, err := ipc.Dial(context.Background(), th.addr, ipc.DialOptions{Token: testToken})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+
+	n := b.N
+	sent := make([]time.Time, n)
+	lat := make([][]time.Duration, nclients)
+	var arrived sync.WaitGroup
+	step := make(chan struct{}, nclients)
+
+	model.replies <- func(ctx context.Context, req llm.Request, onText func(string)) (llm.Response, error) {
+		for i := range n {
+			arrived.Add(nclients)
+			sent[i] = time.Now()
+			onText(strconv.Itoa(i) + ";")
+			arrived.Wait()
+		}
+		return llm.Response{Text: "bench"}, nil
+	}
+
+	var readers sync.WaitGroup
+	for ci, c := range conns {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				m, err := c.Recv(context.Background())
+				if err != nil {
+					return
+				}
+				switch m := m.(type) {
+				case *ipc.Token:
+					now := time.Now()
+					for _, f := range strings.Split(strings.TrimSuffix(m.Content, ";"), ";") {
+						i, _ := strconv.Atoi(f)
+						lat[ci] = append(lat[ci], now.Sub(sent[i]))
+						arrived.Done()
+					}
+				case *ipc.Done:
+					step <- struct{}{}
+					return
+				}
+			}
+		}()
+	}
+	b.ResetTimer()
+	if err := conns[0].Send(&ipc.Message{Content: "go"}); err != nil {
+		b.Fatal(err)
+	}
+	for range nclients {
+		<-step
+	}
+	b.StopTimer()
+	readers.Wait()
+
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	if len(all) == 0 {
+		b.Fatal("no samples")
+	}
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+}

@@ -1,0 +1,224 @@
+package hearth
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mnemo/mnemo/data"
+	"github.com/mnemo/mnemo/hearth/llm"
+	"github.com/mnemo/mnemo/ipc"
+	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/journal"
+)
+
+// DaemonOptions are what cmd/hearth gathers from flags and the environment.
+type DaemonOptions struct {
+	Addr         string // host:port; "" = 127.0.0.1 on MNEMO_HEARTH_PORT or 7744
+	ListenRemote bool   // allow a non-loopback address (requires APP_AUTH_TOKEN)
+	Root         string // memory root; "" = memory.DefaultDir()
+	HistoryTurns int
+	TokenFile    string // "" = ipc.TokenPath()
+	Version      string
+	Getenv       func(string) string
+	Log          *slog.Logger
+	// Ready, when set, is called with the bound address once hearth
+	// accepts connections.
+	Ready func(net.Addr)
+}
+
+// InjectedSentinel marks text that hearth injects as context, so that it
+// is never harvested back into memory.
+const InjectedSentinel = "<!-- mnemo:injected -->"
+
+// minRemoteToken is the shortest APP_AUTH_TOKEN accepted for a network bind.
+const minRemoteToken = 16
+
+// RunDaemon boots hearth (config, memory root with version history,
+// journal, token, provider, listener) and serves until ctx ends.
+func RunDaemon(ctx context.Context, o DaemonOptions) error {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	log := o.Log
+	addr, err := bindAddr(o)
+	if err != nil {
+		return err
+	}
+
+	rootDir := o.Root
+	if rootDir == "" {
+		if rootDir, err = memory.DefaultDir(); err != nil {
+			return err
+		}
+	}
+	root, err := memory.Open(ctx, rootDir, data.Defaults(), log)
+	if err != nil {
+		return err
+	}
+	j, err := journal.Open(root.ThreadsDir(), journal.Options{Log: log})
+	if err != nil {
+		return fmt.Errorf("open journal: %w", err)
+	}
+	defer func() {
+		if err := j.Close(); err != nil {
+			log.Error("journal close", "err", err)
+		}
+	}()
+
+	token, err := authToken(o)
+	if err != nil {
+		return err
+	}
+
+	cfg := Config{
+		Journal:      j,
+		Token:        token,
+		HistoryTurns: o.HistoryTurns,
+		Version:      o.Version,
+		Log:          log,
+		Context:      func() ([]llm.Message, error) { return sessionContext(root) },
+	}
+	pc, err := llm.ConfigFromEnv(o.Getenv)
+	switch {
+	case errors.Is(err, llm.ErrNoProvider):
+		cfg.NoModel = err
+		log.Warn("no model provider configured: hearth serves history but cannot answer", "hint", err.Error())
+	case err != nil:
+		return fmt.Errorf("provider configuration: %w", err)
+	default:
+		cfg.Model = llm.NewOpenAI(pc, nil)
+		log.Info("model provider", "provider", pc.String())
+	}
+
+	h, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	lc := net.ListenConfig{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 10 * time.Second, Count: 3}}
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "root", root.Dir())
+	if o.Ready != nil {
+		o.Ready(ln.Addr())
+	}
+	return h.Run(ctx, ln)
+}
+
+// bindAddr resolves the listen address and refuses a network bind that
+// was not asked for explicitly or has no token.
+func bindAddr(o DaemonOptions) (string, error) {
+	addr := o.Addr
+	if addr == "" {
+		var err error
+		if addr, err = ipc.DefaultAddr(o.Getenv); err != nil {
+			return "", err
+		}
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if isLoopback(host) {
+		return addr, nil
+	}
+	if !o.ListenRemote {
+		return "", fmt.Errorf("refusing to listen on %s: it is not a loopback address; pass -listen-remote to serve the network", addr)
+	}
+	if len(strings.TrimSpace(o.Getenv("APP_AUTH_TOKEN"))) < minRemoteToken {
+		return "", fmt.Errorf("refusing to listen on %s without a token: set APP_AUTH_TOKEN (at least %d characters)", addr, minRemoteToken)
+	}
+	return addr, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// authToken returns APP_AUTH_TOKEN, else the token file's, minting the
+// file (0600) on first start.
+func authToken(o DaemonOptions) (string, error) {
+	if t := strings.TrimSpace(o.Getenv("APP_AUTH_TOKEN")); t != "" {
+		return t, nil
+	}
+	path := o.TokenFile
+	if path == "" {
+		var err error
+		if path, err = ipc.TokenPath(); err != nil {
+			return "", err
+		}
+	}
+	tok, err := ipc.ReadTokenFile(path)
+	if err == nil {
+		return tok, nil
+	}
+	if !errors.Is(err, ipc.ErrNoToken) {
+		return "", err
+	}
+	return mintToken(path)
+}
+
+func mintToken(path string) (string, error) {
+	var b [32]byte
+	rand.Read(b[:])
+	tok := base64.RawURLEncoding.EncodeToString(b[:])
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("create token dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return ipc.ReadTokenFile(path) // another hearth won the race
+	}
+	if err != nil {
+		return "", fmt.Errorf("create token file: %w", err)
+	}
+	if _, err := f.WriteString(tok + "\n"); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write token file: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write token file: %w", err)
+	}
+	return tok, f.Close()
+}
+
+// sessionContext is the one system message that opens every session: the
+// agent's instructions and the continuity anchor, marked as injected.
+func sessionContext(root *memory.Root) ([]llm.Message, error) {
+	var b strings.Builder
+	b.WriteString(InjectedSentinel + "\n")
+	var errs []error
+	if agent, err := root.ReadFile("AGENT.md"); err != nil {
+		errs = append(errs, err)
+	} else {
+		b.Write(agent)
+		b.WriteString("\n\n")
+	}
+	if anchor, err := root.ReadFile("continuity.json"); err != nil {
+		errs = append(errs, err)
+	} else {
+		b.WriteString("## Continuity anchor (continuity.json)\n\n```json\n")
+		b.Write(anchor)
+		b.WriteString("\n```\n")
+	}
+	return []llm.Message{{Role: "system", Content: b.String()}}, errors.Join(errs...)
+}

@@ -1,0 +1,504 @@
+// Package hearth is the mnemo daemon: it owns the one persistent
+// conversation, its journal and the model, and serves protocol v1 (package
+// ipc) to every connected client over TCP.
+package hearth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mnemo/mnemo/hearth/llm"
+	"github.com/mnemo/mnemo/ipc"
+	"github.com/mnemo/mnemo/memory/journal"
+)
+
+// Model streams one reply. *llm.OpenAI implements it.
+type Model interface {
+	Stream(ctx context.Context, req llm.Request, onText func(string)) (llm.Response, error)
+	Name() string
+	Model() string
+}
+
+// Journal is the durable conversation log. *journal.Journal implements it.
+type Journal interface {
+	Append(ctx context.Context, rec journal.Record) (journal.Record, error)
+	Tail(n int) ([]journal.Record, error)
+}
+
+// Config configures a Hearth. Zero values take the documented defaults.
+type Config struct {
+	Journal Journal // required
+	Token   string  // required: the token clients must present
+	// Model answers messages; nil means no provider is configured, and
+	// NoModel says why (shown to clients, so it must be safe to display).
+	Model   Model
+	NoModel error
+	// Context returns the system messages injected at the start of every
+	// session (AGENT.md, the continuity anchor). It is called before the
+	// first turn of each hearth session; nil injects nothing.
+	Context func() ([]llm.Message, error)
+
+	HistoryTurns     int           // turns sent to a client on connect; default 50
+	ContextTurns     int           // turns sent to the model; default 100
+	MaxClients       int           // concurrent connections; default 64
+	ClientQueue      int           // frames queued per client before it is dropped; default 1024
+	ClientBudget     int           // bytes queued per client before it is dropped; default 4 MiB
+	DropGrace        time.Duration // how long a dropped client may take to read why; default 5s
+	TurnQueue        int           // messages waiting for the agent; default 256
+	MaxReplyBytes    int           // a longer reply is cut short and stored incomplete; default 1 MiB
+	HandshakeTimeout time.Duration // default 10s
+	ShutdownGrace    time.Duration // how long a turn in flight may finish on shutdown; default 10s
+	Version          string        // reported in history
+	Log              *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.HistoryTurns <= 0 {
+		c.HistoryTurns = 50
+	}
+	if c.ContextTurns <= 0 {
+		c.ContextTurns = 100
+	}
+	if c.MaxClients <= 0 {
+		c.MaxClients = 64
+	}
+	if c.ClientQueue <= 0 {
+		c.ClientQueue = 1024
+	}
+	if c.ClientBudget <= 0 {
+		c.ClientBudget = 4 << 20
+	}
+	if c.DropGrace <= 0 {
+		c.DropGrace = 5 * time.Second
+	}
+	if c.MaxReplyBytes <= 0 {
+		c.MaxReplyBytes = 1 << 20
+	}
+	if c.TurnQueue <= 0 {
+		c.TurnQueue = 256
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// conversationID names the one conversation hearth keeps.
+const conversationID = "main"
+
+// Hearth owns the conversation and its clients.
+type Hearth struct {
+	cfg    Config
+	log    *slog.Logger
+	turns  chan turnReq
+	nconns atomic.Int64
+	nextID atomic.Uint64
+
+	mu      sync.Mutex
+	clients map[*client]struct{}
+	recent  []journal.Record // the last keep turns, oldest first
+	keep    int
+	state   string
+	pending strings.Builder // the reply streaming now
+	closing bool
+}
+
+// turnReq is a message or transcript waiting its turn.
+type turnReq struct {
+	from *client
+	rec  journal.Record
+	ref  string
+}
+
+// New returns a Hearth over cfg, with the recent turns read from the journal.
+func New(cfg Config) (*Hearth, error) {
+	cfg.setDefaults()
+	if cfg.Journal == nil {
+		return nil, errors.New("hearth: no journal")
+	}
+	if cfg.Token == "" {
+		return nil, errors.New("hearth: no auth token")
+	}
+	keep := max(cfg.HistoryTurns, cfg.ContextTurns)
+	recent, err := cfg.Journal.Tail(keep)
+	if err != nil {
+		return nil, fmt.Errorf("hearth: read journal: %w", err)
+	}
+	return &Hearth{
+		cfg:     cfg,
+		log:     cfg.Log,
+		turns:   make(chan turnReq, cfg.TurnQueue),
+		clients: make(map[*client]struct{}),
+		recent:  recent,
+		keep:    keep,
+		state:   ipc.StateIdle,
+	}, nil
+}
+
+// Run serves clients on ln until ctx ends, then shuts down in order: stop
+// accepting, let the turn in flight finish within ShutdownGrace (else
+// cancel it), store what is queued, say goodbye to clients. Run closes ln.
+func (h *Hearth) Run(ctx context.Context, ln net.Listener) error {
+	convDone := make(chan struct{})
+	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelTurns()
+	go func() {
+		defer close(convDone)
+		h.converse(ctx, turnCtx)
+	}()
+
+	var wg sync.WaitGroup
+	acceptErr := make(chan error, 1)
+	go func() {
+		acceptErr <- h.accept(ln, &wg)
+	}()
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-acceptErr:
+		err = fmt.Errorf("hearth: accept: %w", err)
+	}
+	ln.Close()
+	h.log.Info("shutting down")
+
+	grace := time.AfterFunc(h.cfg.ShutdownGrace, cancelTurns)
+	defer grace.Stop()
+	if err != nil {
+		cancelTurns()
+	}
+	<-convDone
+
+	h.mu.Lock()
+	h.closing = true
+	for c := range h.clients {
+		c.kick(&ipc.Error{Code: ipc.CodeShuttingDown, Message: "hearth is shutting down"})
+	}
+	h.mu.Unlock()
+	wg.Wait()
+	return err
+}
+
+func (h *Hearth) accept(ln net.Listener, wg *sync.WaitGroup) error {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.serve(nc)
+		}()
+	}
+}
+
+// converse processes turns one at a time, in arrival order. When ctx ends
+// it finishes the turn in flight (turnCtx bounds it) and stores, without
+// answering, whatever is still queued, so no acknowledged-to-be message is
+// dropped on the floor.
+func (h *Hearth) converse(ctx, turnCtx context.Context) {
+	var primed bool
+	var system []llm.Message
+	for {
+		select {
+		case <-ctx.Done():
+			h.drainQueue(turnCtx)
+			return
+		case req := <-h.turns:
+			if !primed && req.rec.Role == ipc.RoleUser && req.rec.Mode == ipc.ModeText {
+				system = h.sessionContext()
+				primed = true
+			}
+			h.handleTurn(turnCtx, req, system)
+		}
+	}
+}
+
+func (h *Hearth) drainQueue(ctx context.Context) {
+	for {
+		select {
+		case req := <-h.turns:
+			h.store(ctx, req)
+		default:
+			return
+		}
+	}
+}
+
+func (h *Hearth) sessionContext() []llm.Message {
+	if h.cfg.Context == nil {
+		return nil
+	}
+	msgs, err := h.cfg.Context()
+	if err != nil {
+		h.log.Warn("session context unavailable; continuing without it", "err", err)
+	}
+	return msgs
+}
+
+// store appends req to the journal and tells every client. It reports
+// whether the turn was stored.
+func (h *Hearth) store(ctx context.Context, req turnReq) (journal.Record, bool) {
+	rec, err := h.cfg.Journal.Append(ctx, req.rec)
+	if err != nil {
+		h.log.Error("journal append failed", "err", err)
+		h.broadcast(&ipc.Error{Code: ipc.CodeInternal, Message: "hearth could not store the message; it was not sent", Ref: req.ref})
+		return rec, false
+	}
+	h.mu.Lock()
+	h.rememberLocked(rec)
+	h.broadcastLocked(&ipc.TurnStored{Turn: wireTurn(rec), Ref: req.ref})
+	h.mu.Unlock()
+	return rec, true
+}
+
+func (h *Hearth) handleTurn(ctx context.Context, req turnReq, system []llm.Message) {
+	if _, ok := h.store(ctx, req); !ok {
+		return
+	}
+	if req.rec.Role != ipc.RoleUser || req.rec.Mode != ipc.ModeText {
+		return // transcripts are history, not questions: voice answers them
+	}
+	if h.cfg.Model == nil {
+		msg := "no model provider is configured"
+		if h.cfg.NoModel != nil {
+			msg = h.cfg.NoModel.Error()
+		}
+		h.broadcast(&ipc.Error{Code: ipc.CodeNoProvider, Message: msg, Ref: req.ref})
+		return
+	}
+	h.reply(ctx, req.ref, system)
+}
+
+// reply streams the model's answer to every client and stores it.
+func (h *Hearth) reply(ctx context.Context, ref string, system []llm.Message) {
+	h.setState(ipc.StateThinking)
+	defer h.setState(ipc.StateIdle)
+
+	h.mu.Lock()
+	msgs := make([]llm.Message, 0, len(system)+len(h.recent))
+	msgs = append(msgs, system...)
+	start := max(0, len(h.recent)-h.cfg.ContextTurns)
+	for _, r := range h.recent[start:] {
+		msgs = append(msgs, llmMessage(r))
+	}
+	h.pending.Reset()
+	h.mu.Unlock()
+
+	// A runaway stream is cut at MaxReplyBytes: memory stays bounded and
+	// the reply still fits one journal record.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	streamed := 0
+	resp, err := h.cfg.Model.Stream(ctx, llm.Request{Messages: msgs}, func(s string) {
+		if streamed += len(s); streamed > h.cfg.MaxReplyBytes {
+			cancel(errReplyTooLong)
+			return
+		}
+		h.streamToken(s)
+	})
+
+	h.mu.Lock()
+	text := h.pending.String()
+	h.pending.Reset()
+	h.mu.Unlock()
+	if err == nil && resp.Text != "" {
+		text = resp.Text
+	}
+	if errors.Is(context.Cause(ctx), errReplyTooLong) {
+		err = errReplyTooLong
+	}
+	if err != nil && text == "" {
+		h.log.Error("model call failed", "provider", h.cfg.Model.Name(), "err", err)
+		h.broadcast(providerError(ref, err))
+		return
+	}
+	model := resp.Model
+	if model == "" {
+		model = h.cfg.Model.Model()
+	}
+	rec := journal.Record{Role: ipc.RoleAgent, Text: text, Mode: ipc.ModeText, Model: model, Incomplete: err != nil}
+	// The reply is stored even when the turn was cancelled by shutdown.
+	stored, aerr := h.cfg.Journal.Append(context.WithoutCancel(ctx), rec)
+	if aerr != nil {
+		h.log.Error("journal append failed", "err", aerr)
+		h.broadcast(&ipc.Error{Code: ipc.CodeInternal, Message: "hearth could not store the reply", Ref: ref})
+		return
+	}
+	done := &ipc.Done{Turn: wireTurn(stored), Model: model}
+	if resp.Usage != nil {
+		done.Usage = &ipc.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}
+	}
+	h.mu.Lock()
+	h.rememberLocked(stored)
+	h.broadcastLocked(done)
+	h.mu.Unlock()
+	if err != nil {
+		h.log.Error("model reply cut short", "provider", h.cfg.Model.Name(), "err", err)
+		h.broadcast(providerError(ref, err))
+	}
+}
+
+var errReplyTooLong = errors.New("reply exceeded MaxReplyBytes")
+
+// providerError maps a failed model call to a fixed message that is safe to
+// show; the details stay in the log.
+func providerError(ref string, err error) *ipc.Error {
+	msg := "the model provider failed to answer; details are in hearth's log"
+	if errors.Is(err, errReplyTooLong) {
+		msg = "the reply grew past hearth's size limit and was cut short"
+	}
+	return &ipc.Error{Code: ipc.CodeProviderError, Message: msg, Ref: ref}
+}
+
+func (h *Hearth) streamToken(s string) {
+	if s == "" {
+		return
+	}
+	frame, err := ipc.Encode(&ipc.Token{Content: s})
+	if err != nil {
+		h.log.Error("encode token", "err", err)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pending.WriteString(s)
+	for c := range h.clients {
+		if !c.sendToken(s, frame) {
+			h.dropLocked(c, errSlowClient)
+		}
+	}
+}
+
+func (h *Hearth) setState(s string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.state = s
+	h.broadcastLocked(&ipc.Status{State: s})
+}
+
+// rememberLocked keeps rec among the recent turns.
+func (h *Hearth) rememberLocked(rec journal.Record) {
+	h.recent = append(h.recent, rec)
+	if n := len(h.recent); n > 2*h.keep {
+		h.recent = append(h.recent[:0], h.recent[n-h.keep:]...)
+	}
+}
+
+func (h *Hearth) broadcast(m ipc.Msg) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.broadcastLocked(m)
+}
+
+func (h *Hearth) broadcastLocked(m ipc.Msg) {
+	frame, err := ipc.Encode(m)
+	if err != nil {
+		h.log.Error("encode event", "type", m.Type(), "err", err)
+		return
+	}
+	h.sendFrameLocked(frame)
+}
+
+// sendFrameLocked queues one encoded frame to every client. A client whose
+// queue is full is dropped; it reconnects and resyncs from history.
+func (h *Hearth) sendFrameLocked(frame []byte) {
+	for c := range h.clients {
+		if !c.send(frame) {
+			h.dropLocked(c, errSlowClient)
+		}
+	}
+}
+
+var errSlowClient = &ipc.Error{Code: ipc.CodeSlowClient, Message: "this client fell behind and was disconnected; reconnect to resync"}
+
+func (h *Hearth) dropLocked(c *client, why *ipc.Error) {
+	delete(h.clients, c)
+	h.log.Warn("dropping client", "client", c.id, "reason", why.Code)
+	c.kick(why)
+}
+
+// snapshotLocked is the history a new client starts from.
+func (h *Hearth) snapshotLocked() *ipc.History {
+	turns := h.recent[max(0, len(h.recent)-h.cfg.HistoryTurns):]
+	hist := &ipc.History{
+		Turns:          make([]ipc.Turn, len(turns)),
+		Server:         "hearth/" + h.cfg.Version,
+		Protocol:       ipc.ProtocolVersion,
+		ConversationID: conversationID,
+		State:          h.state,
+		Pending:        h.pending.String(),
+	}
+	for i, r := range turns {
+		hist.Turns[i] = wireTurn(r)
+	}
+	if h.cfg.Model != nil {
+		hist.Provider = h.cfg.Model.Name()
+		hist.Model = h.cfg.Model.Model()
+	}
+	return hist
+}
+
+func wireTurn(r journal.Record) ipc.Turn {
+	t := ipc.Turn{ID: r.ID, Role: r.Role, Content: r.Text, TS: r.TS, Mode: r.Mode, Incomplete: r.Incomplete}
+	if len(t.Content) > ipc.MaxTurnContent {
+		cut := ipc.MaxTurnContent
+		for cut > 0 && !utf8.RuneStart(t.Content[cut]) {
+			cut--
+		}
+		t.Content, t.Truncated = t.Content[:cut], true
+	}
+	return t
+}
+
+// historyFrameLocked encodes the snapshot for a new client, dropping the
+// oldest turns until it fits in one line.
+func (h *Hearth) historyFrameLocked() ([]byte, error) {
+	hist := h.snapshotLocked()
+	for {
+		frame, err := ipc.Encode(hist)
+		if !errors.Is(err, ipc.ErrLineTooLong) {
+			return frame, err
+		}
+		switch {
+		case len(hist.Turns) > 0:
+			hist.Turns = hist.Turns[len(hist.Turns)/4+1:]
+		case hist.Pending != "":
+			hist.Pending = "" // the rest of the reply still streams
+		default:
+			return nil, err
+		}
+	}
+}
+
+func llmMessage(r journal.Record) llm.Message {
+	role := "user"
+	if r.Role == ipc.RoleAgent {
+		role = "assistant"
+	}
+	return llm.Message{Role: role, Content: r.Text}
+}

@@ -1,0 +1,259 @@
+package tui
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/mnemo/mnemo/ipc"
+)
+
+// Options say which hearth to talk to.
+type Options struct {
+	Addr   string
+	Token  string
+	Client string // e.g. "mnemo/0.1"
+}
+
+func (o Options) dial() ipc.DialOptions {
+	return ipc.DialOptions{Token: o.Token, Client: o.Client}
+}
+
+func newRef() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Send sends text as one message and streams the reply to w. It returns
+// when the reply is complete, or with the error hearth reported.
+func Send(ctx context.Context, o Options, text string, w io.Writer) error {
+	conn, err := ipc.Dial(ctx, o.Addr, o.dial())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ref := newRef()
+	if err := conn.Send(&ipc.Message{Content: text, Ref: ref}); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	mine := false // our turn is stored: the tokens that follow answer it
+	for {
+		m, err := conn.Recv(ctx)
+		if err != nil {
+			return fmt.Errorf("connection to hearth lost: %w", err)
+		}
+		switch m := m.(type) {
+		case *ipc.TurnStored:
+			if m.Ref == ref {
+				mine = true
+			}
+		case *ipc.Token:
+			if mine {
+				io.WriteString(w, m.Content)
+			}
+		case *ipc.Done:
+			if !mine {
+				continue
+			}
+			io.WriteString(w, "\n")
+			if !m.Turn.Incomplete {
+				return nil
+			}
+		case *ipc.Error:
+			if m.Ref == ref || m.Ref == "" {
+				return m
+			}
+		}
+	}
+}
+
+// History prints the last turns hearth sends on connect.
+func History(ctx context.Context, o Options, w io.Writer) error {
+	conn, err := ipc.Dial(ctx, o.Addr, o.dial())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, t := range conn.History().Turns {
+		printTurn(w, t)
+	}
+	return nil
+}
+
+func printTurn(w io.Writer, t ipc.Turn) {
+	mark := ""
+	if t.Mode == ipc.ModeVoice {
+		mark = " (voice)"
+	}
+	if t.Incomplete {
+		mark += " (cut short)"
+	}
+	fmt.Fprintf(w, "[%s] %s%s: %s\n", t.TS.Local().Format(time.DateTime), t.Role, mark, t.Content)
+}
+
+// PingOnce checks that hearth answers a handshake.
+func PingOnce(ctx context.Context, o Options) error {
+	conn, err := ipc.Dial(ctx, o.Addr, o.dial())
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// Ping checks that hearth answers, retrying until ctx ends.
+func Ping(ctx context.Context, o Options) error {
+	for {
+		conn, err := ipc.Dial(ctx, o.Addr, o.dial())
+		if err == nil {
+			return conn.Close()
+		}
+		var herr *ipc.Error
+		if errors.As(err, &herr) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Chat reads lines from in and sends each as a message, printing the
+// conversation (everyone's turns and the streamed replies) to w. It
+// reconnects when hearth restarts. It returns at the end of in.
+func Chat(ctx context.Context, o Options, in io.Reader, w io.Writer) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	client := ipc.NewClient(o.Addr, ipc.ClientOptions{DialOptions: o.dial()})
+	events := make(chan ipc.Event, 256)
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- client.Run(ctx, func(e ipc.Event) {
+			select {
+			case events <- e:
+			case <-ctx.Done():
+			}
+		})
+	}()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), ipc.MaxLineBytes)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+		close(lines)
+	}()
+
+	v := &chatView{w: w, seen: make(map[string]bool), mine: make(map[string]bool)}
+	var outbox []*ipc.Message
+	for {
+		select {
+		case err := <-runErr:
+			return err
+		case e := <-events:
+			v.show(e)
+			if e.State != nil && e.State.State == ipc.StateConnected {
+				for len(outbox) > 0 && client.Send(outbox[0]) == nil {
+					outbox = outbox[1:]
+				}
+			}
+			if lines == nil && len(v.mine) == 0 {
+				return nil
+			}
+		case line, ok := <-lines:
+			if !ok {
+				// End of input: finish the replies still owed, then leave.
+				if len(v.mine) == 0 {
+					return nil
+				}
+				lines = nil
+				continue
+			}
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			ref := newRef()
+			v.mine[ref] = true
+			msg := &ipc.Message{Content: line, Ref: ref}
+			if err := client.Send(msg); err != nil {
+				// Not connected yet, or between connections: it goes
+				// out when the connection is back.
+				outbox = append(outbox, msg)
+			}
+		}
+	}
+}
+
+// chatView prints events as plain lines, skipping turns already shown.
+type chatView struct {
+	w         io.Writer
+	seen      map[string]bool
+	mine      map[string]bool // refs of our messages not answered yet
+	answering string          // the ref whose reply is streaming
+	streaming bool
+}
+
+func (v *chatView) show(e ipc.Event) {
+	if s := e.State; s != nil {
+		switch s.State {
+		case ipc.StateConnected:
+			for _, t := range s.History.Turns {
+				if !v.seen[t.ID] {
+					v.seen[t.ID] = true
+					printTurn(v.w, t)
+				}
+			}
+			fmt.Fprintf(v.w, "-- connected to %s --\n", s.History.Server)
+		case ipc.StateReconnecting:
+			v.endStream()
+			fmt.Fprintf(v.w, "-- hearth unreachable, retrying in %s --\n", s.Retry.Round(time.Millisecond))
+		}
+		return
+	}
+	switch m := e.Msg.(type) {
+	case *ipc.TurnStored:
+		v.seen[m.Turn.ID] = true
+		if v.mine[m.Ref] {
+			v.answering = m.Ref
+		} else {
+			printTurn(v.w, m.Turn)
+		}
+	case *ipc.Token:
+		if !v.streaming {
+			io.WriteString(v.w, "agent: ")
+			v.streaming = true
+		}
+		io.WriteString(v.w, m.Content)
+	case *ipc.Done:
+		v.seen[m.Turn.ID] = true
+		v.endStream()
+		if !m.Turn.Incomplete {
+			delete(v.mine, v.answering)
+			v.answering = ""
+		}
+	case *ipc.Error:
+		v.endStream()
+		fmt.Fprintf(v.w, "! %s\n", m.Message)
+		delete(v.mine, m.Ref)
+	}
+}
+
+func (v *chatView) endStream() {
+	if v.streaming {
+		io.WriteString(v.w, "\n")
+		v.streaming = false
+	}
+}
