@@ -60,14 +60,11 @@ func run() error {
 		}
 		o.Addr = a
 	}
-	var err error
-	if *tokenFile != "" {
-		o.Token, err = ipc.ReadTokenFile(*tokenFile)
-	} else {
-		o.Token, err = ipc.DiscoverToken(os.Getenv)
-	}
-	if err != nil {
-		return err
+	token := func() (string, error) {
+		if *tokenFile != "" {
+			return ipc.ReadTokenFile(*tokenFile)
+		}
+		return ipc.DiscoverToken(os.Getenv)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -76,6 +73,13 @@ func run() error {
 	cmd := "chat"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
+	}
+	if cmd == "ping" {
+		return ping(ctx, o, token, args)
+	}
+	var err error
+	if o.Token, err = token(); err != nil {
+		return err
 	}
 	switch cmd {
 	case "chat":
@@ -88,21 +92,44 @@ func run() error {
 		return tui.Send(ctx, o, text, os.Stdout)
 	case "history":
 		return tui.History(ctx, o, os.Stdout)
-	case "ping":
-		pfs := flag.NewFlagSet("ping", flag.ContinueOnError)
-		wait := pfs.Duration("wait", 0, "keep trying this long")
-		if err := pfs.Parse(args); err != nil {
-			return err
-		}
-		if *wait == 0 {
-			dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			return tui.PingOnce(dctx, o)
-		}
-		pctx, cancel := context.WithTimeout(ctx, *wait)
-		defer cancel()
-		return tui.Ping(pctx, o)
 	default:
 		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	}
+}
+
+// ping checks that hearth answers. With -wait it keeps trying, token
+// discovery included: a hearth starting for the first time writes its
+// token file only as it boots.
+func ping(ctx context.Context, o tui.Options, token func() (string, error), args []string) error {
+	pfs := flag.NewFlagSet("ping", flag.ContinueOnError)
+	wait := pfs.Duration("wait", 0, "keep trying this long")
+	if err := pfs.Parse(args); err != nil {
+		return err
+	}
+	if *wait == 0 {
+		var err error
+		if o.Token, err = token(); err != nil {
+			return err
+		}
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return tui.PingOnce(dctx, o)
+	}
+	ctx, cancel := context.WithTimeout(ctx, *wait)
+	defer cancel()
+	for {
+		tok, err := token()
+		if err == nil {
+			o.Token = tok
+			return tui.Ping(ctx, o)
+		}
+		if !errors.Is(err, ipc.ErrNoToken) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
