@@ -67,6 +67,11 @@ var samples = []struct {
 	{ipc.TypeVoiceCredential, &ipc.VoiceCredential{Token: "eph", ExpiresAt: ts2, Instructions: "be brief", Model: "grok-voice", URL: "wss://example.invalid/v1/realtime"}},
 	{ipc.TypeError, &ipc.Error{Code: ipc.CodeNoProvider, Message: "no model provider is configured", Ref: "c1"}},
 	{ipc.TypePong, &ipc.Pong{Ref: "p1"}},
+	{ipc.TypeCancel, &ipc.Cancel{Ref: "c1"}},
+	{ipc.TypeConfirmRequest, &ipc.ConfirmRequest{ID: "call_2", Name: "fs_write", Arguments: map[string]any{"path": "notes.md"}, Reason: "save the list", Effect: "writes_local", ExpiresAt: ts2}},
+	{ipc.TypeConfirm, &ipc.Confirm{ID: "call_2", Approve: true}},
+	{ipc.TypeSearch, &ipc.Search{Query: "garden", K: 5, Ref: "s1"}},
+	{ipc.TypeSearchResults, &ipc.SearchResults{Ref: "s1", Results: []ipc.SearchHit{{Turn: t1, Score: 2.5}}}},
 }
 
 // allTypes lists every type constant of protocol v1; a new type must be
@@ -76,6 +81,7 @@ var allTypes = []string{
 	ipc.TypeStopVoice, ipc.TypeDisconnect, ipc.TypePing,
 	ipc.TypeHistory, ipc.TypeToken, ipc.TypeStatus, ipc.TypeTurn, ipc.TypeDone,
 	ipc.TypeToolCall, ipc.TypeToolResult, ipc.TypeVoiceCredential, ipc.TypeError, ipc.TypePong,
+	ipc.TypeCancel, ipc.TypeConfirmRequest, ipc.TypeConfirm, ipc.TypeSearch, ipc.TypeSearchResults,
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {

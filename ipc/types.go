@@ -30,6 +30,9 @@ const (
 	TypeStopVoice    = "stop_voice"
 	TypeDisconnect   = "disconnect"
 	TypePing         = "ping"
+	TypeCancel       = "cancel"
+	TypeConfirm      = "confirm"
+	TypeSearch       = "search"
 )
 
 // Message types sent by hearth.
@@ -44,6 +47,8 @@ const (
 	TypeVoiceCredential = "voice_credential"
 	TypeError           = "error"
 	TypePong            = "pong"
+	TypeConfirmRequest  = "confirm_request"
+	TypeSearchResults   = "search_results"
 )
 
 // Msg is any protocol message. Type reports the value of its "type" field.
@@ -55,6 +60,7 @@ type Msg interface {
 const (
 	RoleUser  = "user"
 	RoleAgent = "agent"
+	RoleTool  = "tool" // a tool call's outcome; Turn.Tool holds it
 )
 
 // Modes of a turn.
@@ -88,6 +94,7 @@ const (
 	CodeUnavailable     = "unavailable" // the feature is not available on this hearth
 	CodeShuttingDown    = "shutting_down"
 	CodeInternal        = "internal"
+	CodeCancelled       = "cancelled" // the turn was cancelled by a client
 )
 
 // Turn is one stored turn of the conversation as it crosses the wire.
@@ -104,6 +111,10 @@ type Turn struct {
 	// the journal holds the whole turn, and a reply's tokens carried all
 	// of it.
 	Truncated bool `json:"truncated,omitempty"`
+	// ToolCalls are the calls an agent turn made beside its text.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Tool is the outcome of a call, on a turn with role "tool".
+	Tool *ToolResult `json:"tool,omitempty"`
 }
 
 // MaxTurnContent bounds Turn.Content on the wire so that any turn, even one
@@ -233,9 +244,14 @@ type ToolCall struct {
 type ToolResult struct {
 	ID         string `json:"id"`
 	Name       string `json:"name"`
-	Result     string `json:"result,omitempty"`
-	Error      string `json:"error,omitempty"`
+	Arguments  any    `json:"arguments,omitempty"` // secrets redacted
+	Reason     string `json:"reason,omitempty"`
+	Result     string `json:"result,omitempty"` // a summary, bounded
+	Error      string `json:"error,omitempty"`  // safe for display
 	DurationMS int64  `json:"duration_ms"`
+	// Confirmed is the owner's answer for a confirm tool; nil when none
+	// was needed.
+	Confirmed *bool `json:"confirmed,omitempty"`
 }
 
 // VoiceCredential carries an ephemeral realtime credential. The API key
@@ -262,6 +278,59 @@ type Error struct {
 // Error implements the error interface so a received Error can be returned.
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
+// Cancel asks hearth to stop the reply in flight. What streamed so far is
+// stored, marked incomplete, and the turn ends with Error code cancelled.
+//
+//	{"type":"cancel"}
+type Cancel struct {
+	Ref string `json:"ref,omitempty"`
+}
+
+// ConfirmRequest asks the owner to approve a tool call of permission
+// class confirm. Any client may answer with Confirm; no answer before
+// ExpiresAt means no.
+//
+//	{"type":"confirm_request","id":"call_1","name":"fs_write","arguments":{"path":"notes.md"},"reason":"…","effect":"writes_local","expires_at":"…"}
+type ConfirmRequest struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Arguments any       `json:"arguments,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Effect    string    `json:"effect,omitempty"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Confirm answers a ConfirmRequest.
+//
+//	{"type":"confirm","id":"call_1","approve":true}
+type Confirm struct {
+	ID      string `json:"id"`
+	Approve bool   `json:"approve"`
+}
+
+// Search asks hearth's memory for turns matching Query.
+//
+//	{"type":"search","query":"garden plans","k":10,"ref":"s1"}
+type Search struct {
+	Query string `json:"query"`
+	K     int    `json:"k,omitempty"` // 0 means hearth's default
+	Ref   string `json:"ref,omitempty"`
+}
+
+// SearchResults answers Search, best first.
+//
+//	{"type":"search_results","ref":"s1","results":[{"turn":{…},"score":3.2}]}
+type SearchResults struct {
+	Ref     string      `json:"ref,omitempty"`
+	Results []SearchHit `json:"results"`
+}
+
+// SearchHit is one found turn with its score (higher is better).
+type SearchHit struct {
+	Turn  Turn    `json:"turn"`
+	Score float64 `json:"score"`
+}
+
 // Pong answers Ping.
 //
 //	{"type":"pong","ref":"p1"}
@@ -286,6 +355,11 @@ func (*ToolResult) Type() string      { return TypeToolResult }
 func (*VoiceCredential) Type() string { return TypeVoiceCredential }
 func (*Error) Type() string           { return TypeError }
 func (*Pong) Type() string            { return TypePong }
+func (*Cancel) Type() string          { return TypeCancel }
+func (*ConfirmRequest) Type() string  { return TypeConfirmRequest }
+func (*Confirm) Type() string         { return TypeConfirm }
+func (*Search) Type() string          { return TypeSearch }
+func (*SearchResults) Type() string   { return TypeSearchResults }
 
 // newMsg returns a zero message of the named type, or nil.
 func newMsg(typ string) Msg {
@@ -324,6 +398,16 @@ func newMsg(typ string) Msg {
 		return new(Error)
 	case TypePong:
 		return new(Pong)
+	case TypeCancel:
+		return new(Cancel)
+	case TypeConfirmRequest:
+		return new(ConfirmRequest)
+	case TypeConfirm:
+		return new(Confirm)
+	case TypeSearch:
+		return new(Search)
+	case TypeSearchResults:
+		return new(SearchResults)
 	}
 	return nil
 }

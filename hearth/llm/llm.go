@@ -8,6 +8,7 @@ package llm
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ const (
 	RoleSystem    = "system"
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
+	RoleTool      = "tool"
 )
 
 // Provider names used in [Config.Provider].
@@ -44,14 +46,48 @@ const (
 
 // Message is one message of a conversation sent to a model.
 type Message struct {
-	Role    string // RoleSystem, RoleUser or RoleAssistant
+	Role    string // RoleSystem, RoleUser, RoleAssistant or RoleTool
 	Content string
+	// ToolCalls are the calls an assistant message made; Content is the
+	// text the model wrote beside them.
+	ToolCalls []ToolCall
+	// ToolCallID names the call a RoleTool message answers; IsError marks
+	// its Content as the tool's error.
+	ToolCallID string
+	IsError    bool
+}
+
+// ToolCall is a function call the model asked for.
+type ToolCall struct {
+	ID        string          // the provider's call id, echoed in the result
+	Name      string          // the function tool's name
+	Arguments json.RawMessage // a JSON object ("{}" when the model sent none)
+}
+
+// Tool is a function tool offered to the model.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage // a JSON Schema whose root is an object
 }
 
 // Request is one model call.
 type Request struct {
 	Model    string // "" means the provider's configured model
 	Messages []Message
+	Tools    []Tool
+	// Continue lets a provider that keeps conversation state (the xAI
+	// Responses API with store) send only Messages[Continue.From:] after
+	// its stored response Continue.ResponseID. Other adapters ignore it and
+	// send every message. When the stored response is gone, the adapter
+	// falls back to sending every message.
+	Continue *Continuation
+}
+
+// Continuation points at a stored provider response; see Request.Continue.
+type Continuation struct {
+	ResponseID string
+	From       int
 }
 
 // Usage is the token accounting a provider reported for one call.
@@ -62,9 +98,13 @@ type Usage struct {
 // Response is the accumulated result of one model call.
 type Response struct {
 	Text         string
-	Model        string // as reported by the provider, else as requested
-	FinishReason string // "stop", "length", ... as reported by the provider
-	Usage        *Usage // nil if the provider did not report usage
+	ToolCalls    []ToolCall // calls to run before the model can go on
+	Model        string     // as reported by the provider, else as requested
+	FinishReason string     // "stop", "length", "tool_calls", ... as reported
+	Usage        *Usage     // nil if the provider did not report usage
+	// ResponseID is the stored response to continue from next time, for
+	// providers that keep state (see Request.Continue); "" otherwise.
+	ResponseID string
 }
 
 // Config is which provider to talk to. Its String, GoString and LogValue
@@ -191,7 +231,13 @@ type Error struct {
 	Provider  string
 	Status    int  // HTTP status of an error reply; 0 if there was none
 	Retryable bool // rate limits, server errors, transport failures and timeouts
-	Err       error
+	// RetryAfter is the provider's Retry-After (or retry-after-ms), 0 if
+	// it sent none.
+	RetryAfter time.Duration
+	// ContextOverflow marks a request the provider refused because the
+	// conversation exceeds the model's context window.
+	ContextOverflow bool
+	Err             error
 
 	secret string // redacted from Error's text
 }

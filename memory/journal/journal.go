@@ -50,6 +50,35 @@ type Record struct {
 	Mode       string    `json:"mode"`                 // "text" | "voice"
 	Incomplete bool      `json:"incomplete,omitempty"` // agent reply cut short
 	Model      string    `json:"model,omitempty"`      // the model that wrote an agent reply
+	// ToolCalls are the calls an agent turn made beside Text.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Tool is a tool call's outcome, on a record with role "tool"; Text
+	// holds the result given to the model.
+	Tool *ToolResult `json:"tool,omitempty"`
+	// ResponseID is the provider's stored response an agent turn ended
+	// with (xAI Responses), to continue from after a restart.
+	ResponseID string `json:"response_id,omitempty"`
+}
+
+// ToolCall is one call an agent turn made. Arguments have secrets redacted.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+}
+
+// ToolResult is the outcome of one tool call.
+type ToolResult struct {
+	CallID     string          `json:"call_id"`
+	Name       string          `json:"name"`
+	Arguments  json.RawMessage `json:"arguments,omitempty"` // secrets redacted
+	Reason     string          `json:"reason,omitempty"`
+	Error      string          `json:"error,omitempty"` // the failure, as the model saw it
+	DurationMS int64           `json:"duration_ms"`
+	// Confirmed is the owner's answer for a confirm tool; nil when none
+	// was needed.
+	Confirmed *bool `json:"confirmed,omitempty"`
 }
 
 // Options configures a Journal.

@@ -20,56 +20,6 @@ import (
 	"time"
 )
 
-// Chunk is one streamed piece of reply content, sent Delay after the
-// previous one.
-type Chunk struct {
-	Text  string
-	Delay time.Duration
-}
-
-// Reply scripts the answer to one chat completions request.
-type Reply struct {
-	// Status other than 0 or 200 answers with that status and an
-	// OpenAI-style JSON error body {"error":{"message","type","param","code"}}.
-	Status int
-	// RetryAfter > 0 sets the Retry-After (whole seconds, rounded up) and
-	// retry-after-ms headers of an error reply.
-	RetryAfter time.Duration
-	Chunks     []Chunk
-	// UsageEveryChunk streams xAI style: a running-total usage on every
-	// chunk. Otherwise usage comes OpenAI style, in one final chunk with
-	// "choices":[] sent only when the request set
-	// stream_options.include_usage.
-	UsageEveryChunk bool
-	FinishReason    string // "" means "stop"
-	// CutAfter > 0 aborts the connection after that many content chunks
-	// (after the last one if there are fewer), with no finish_reason and
-	// no [DONE]. A non-streaming request gets its connection dropped.
-	CutAfter int
-	// Hang sends the headers of a streaming reply (nothing at all for a
-	// non-streaming one), then nothing more until the client goes away or
-	// the test ends.
-	Hang bool
-}
-
-// Message is one message of a recorded request. Content parts of type
-// "text" are joined.
-type Message struct {
-	Role    string
-	Content string
-}
-
-// RecordedRequest is one request that reached POST /v1/chat/completions,
-// whether or not it was authorized and valid. Fields the body did not
-// carry (or that failed to decode) are zero.
-type RecordedRequest struct {
-	Model        string
-	Messages     []Message
-	Stream       bool
-	IncludeUsage bool
-	Header       http.Header // without Authorization
-}
-
 // Server is an OpenAI-compatible chat completions server, as served by
 // OpenAI, xAI, Ollama's /v1, llama.cpp and vLLM. It is safe for concurrent
 // use.

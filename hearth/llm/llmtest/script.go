@@ -1,0 +1,90 @@
+package llmtest
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// Chunk is one streamed piece of reply content, sent Delay after the
+// previous one.
+type Chunk struct {
+	Text  string
+	Delay time.Duration
+}
+
+// Reply scripts the answer to one model request. Every stand-in (OpenAI
+// chat completions, xAI Responses, Anthropic Messages) renders the same
+// Reply in its own wire format, so one conformance suite drives them all.
+type Reply struct {
+	// Status other than 0 or 200 answers with that status and an
+	// OpenAI-style JSON error body {"error":{"message","type","param","code"}}.
+	Status int
+	// RetryAfter > 0 sets the Retry-After (whole seconds, rounded up) and
+	// retry-after-ms headers of an error reply.
+	RetryAfter time.Duration
+	Chunks     []Chunk
+	// UsageEveryChunk streams xAI style: a running-total usage on every
+	// chunk. Otherwise usage comes OpenAI style, in one final chunk with
+	// "choices":[] sent only when the request set
+	// stream_options.include_usage.
+	UsageEveryChunk bool
+	FinishReason    string // "" means "stop"
+	// CutAfter > 0 aborts the connection after that many content chunks
+	// (after the last one if there are fewer), with no finish_reason and
+	// no [DONE]. A non-streaming request gets its connection dropped.
+	CutAfter int
+	// Hang sends the headers of a streaming reply (nothing at all for a
+	// non-streaming one), then nothing more until the client goes away or
+	// the test ends.
+	Hang bool
+	// ToolCalls are function calls the model makes after its text chunks.
+	// A reply with tool calls finishes with the protocol's tool-use reason
+	// ("tool_calls", "tool_use", or function_call output items).
+	ToolCalls []ToolCall
+	// WholeToolCalls sends each call's arguments in one piece (xAI chat
+	// style); otherwise arguments arrive in several fragments.
+	WholeToolCalls bool
+	// ErrorCode, with Status, is the provider's error code, e.g.
+	// "context_length_exceeded" or "rate_limit_exceeded".
+	ErrorCode string
+}
+
+// ToolCall is one scripted function call.
+type ToolCall struct {
+	ID        string // "" gets a generated id
+	Name      string
+	Arguments string // a JSON object, as text
+}
+
+// Message is one message of a recorded request, normalised across
+// protocols. Content parts of type "text" are joined.
+type Message struct {
+	Role       string // "system", "user", "assistant" or "tool"
+	Content    string
+	ToolCalls  []ToolCall // assistant: the calls it made
+	ToolCallID string     // tool: the call this result answers
+	IsError    bool       // tool: the result is an error (Anthropic is_error)
+}
+
+// RecordedRequest is one request that reached the stand-in's endpoint,
+// whether or not it was authorized and valid. Fields the body did not
+// carry (or that failed to decode) are zero.
+type RecordedRequest struct {
+	Model        string
+	Messages     []Message
+	Tools        []Tool
+	Stream       bool
+	IncludeUsage bool
+	// PreviousResponseID and Store are the xAI Responses API's state.
+	PreviousResponseID string
+	Store              *bool
+	Header             http.Header // without Authorization and x-api-key
+}
+
+// Tool is a function tool as a request declared it.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
