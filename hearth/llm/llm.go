@@ -30,8 +30,15 @@ const (
 
 // Provider names used in [Config.Provider].
 const (
-	ProviderXAI    = "xai"
-	ProviderOpenAI = "openai"
+	ProviderXAI       = "xai"
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+)
+
+// xAI endpoints, for [Config.API].
+const (
+	APIResponses = "responses" // POST /v1/responses with store and previous_response_id (the default for xAI)
+	APIChat      = "chat"      // POST /v1/chat/completions
 )
 
 // Defaults used when the environment does not name a model, base URL or
@@ -115,6 +122,11 @@ type Config struct {
 	BaseURL  string
 	APIKey   string        // never logged
 	Timeout  time.Duration // per model call; 0 means DefaultTimeout
+	// API selects the xAI endpoint: APIResponses (default) or APIChat.
+	API string
+	// ServerTools are provider-side tools to prepend to the tool list
+	// (xAI Responses: "web_search", "x_search", "code_interpreter").
+	ServerTools []string
 }
 
 // String describes c without its API key, for example
