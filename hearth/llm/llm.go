@@ -3,7 +3,8 @@
 // environment, and adapters for the providers' wire protocols.
 //
 // An adapter makes exactly one attempt per call. Whether and when to retry
-// is the caller's decision, informed by [Error.Retryable].
+// is the caller's decision, informed by [Error.Retryable] and
+// [Error.RetryAfter]; [Retrying] wraps an adapter with the usual policy.
 package llm
 
 import (
@@ -14,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,6 +53,14 @@ const (
 	DefaultTimeout       = 5 * time.Minute
 )
 
+// Anthropic settings ConfigFromEnv uses when the environment names no
+// model or base URL. (The adapter's own defaults, for a Config built by
+// hand, are in anthropic.go.)
+const (
+	envAnthropicModel   = "claude-sonnet-4-5"
+	envAnthropicBaseURL = "https://api.anthropic.com"
+)
+
 // Message is one message of a conversation sent to a model.
 type Message struct {
 	Role    string // RoleSystem, RoleUser, RoleAssistant or RoleTool
@@ -66,9 +76,12 @@ type Message struct {
 
 // ToolCall is a function call the model asked for.
 type ToolCall struct {
-	ID        string          // the provider's call id, echoed in the result
-	Name      string          // the function tool's name
-	Arguments json.RawMessage // a JSON object ("{}" when the model sent none)
+	ID   string // the provider's call id, echoed in the result
+	Name string // the function tool's name
+	// Arguments is a JSON object: "{}" when the model sent none, and
+	// {"_raw": "<text>"} when what it sent is not a JSON object, so the
+	// agent can answer with a tool error that quotes it.
+	Arguments json.RawMessage
 }
 
 // Tool is a function tool offered to the model.
@@ -117,12 +130,13 @@ type Response struct {
 // Config is which provider to talk to. Its String, GoString and LogValue
 // never include the API key.
 type Config struct {
-	Provider string // ProviderXAI, ProviderOpenAI or "" (none configured)
+	Provider string // ProviderXAI, ProviderOpenAI, ProviderAnthropic or "" (none configured)
 	Model    string
 	BaseURL  string
 	APIKey   string        // never logged
 	Timeout  time.Duration // per model call; 0 means DefaultTimeout
-	// API selects the xAI endpoint: APIResponses (default) or APIChat.
+	// API selects the xAI endpoint: APIResponses or APIChat. ConfigFromEnv
+	// sets it for xAI only; "" there means APIResponses.
 	API string
 	// ServerTools are provider-side tools to prepend to the tool list
 	// (xAI Responses: "web_search", "x_search", "code_interpreter").
@@ -154,20 +168,31 @@ func redactURL(raw string) string {
 }
 
 // ErrNoProvider reports that the environment configures no model provider.
-var ErrNoProvider = errors.New("no model provider is configured: set XAI_API_KEY, or MNEMO_PROVIDER=openai with OPENAI_BASE_URL (and OPENAI_API_KEY if the server needs one)")
+var ErrNoProvider = errors.New("no model provider is configured: set XAI_API_KEY or ANTHROPIC_API_KEY, or MNEMO_PROVIDER=openai with OPENAI_BASE_URL (and OPENAI_API_KEY if the server needs one)")
 
 // ConfigFromEnv reads the provider configuration through getenv (os.Getenv
 // in production):
 //
-//   - MNEMO_PROVIDER: "xai" or "openai"; when unset, xAI is chosen if
-//     XAI_API_KEY is set, else OpenAI-compatible if OPENAI_BASE_URL or
-//     OPENAI_API_KEY is set.
-//   - MNEMO_MODEL: the model; defaults to DefaultXAIModel or
-//     DefaultOpenAIModel (Ollama and llama.cpp users set it).
+//   - MNEMO_PROVIDER: "xai", "anthropic" or "openai"; when unset, xAI is
+//     chosen if XAI_API_KEY is set, else Anthropic if ANTHROPIC_API_KEY is
+//     set, else OpenAI-compatible if OPENAI_BASE_URL or OPENAI_API_KEY is
+//     set.
+//   - MNEMO_MODEL: the model; defaults to DefaultXAIModel,
+//     "claude-sonnet-4-5" or DefaultOpenAIModel (Ollama and llama.cpp users
+//     set it).
+//   - MNEMO_MODEL_TIMEOUT: the per-call timeout as a Go duration ("90s",
+//     "10m"); unset means DefaultTimeout.
 //   - XAI_API_KEY, XAI_BASE_URL (default DefaultXAIBaseURL).
+//   - MNEMO_XAI_API: the xAI endpoint, "responses" (default) or "chat".
+//   - MNEMO_XAI_SERVER_TOOLS: a comma-separated list of xAI server-side
+//     tools ("web_search", "x_search", "code_interpreter"); Responses only.
+//   - ANTHROPIC_API_KEY (required for Anthropic), ANTHROPIC_BASE_URL
+//     (default https://api.anthropic.com).
 //   - OPENAI_API_KEY, OPENAI_BASE_URL (default DefaultOpenAIBaseURL). A key
 //     is optional when OPENAI_BASE_URL names another server (Ollama,
 //     llama.cpp, vLLM).
+//
+// The MNEMO_XAI_* variables are read only when the provider is xAI.
 //
 // With nothing configured it returns Config{} and ErrNoProvider. A
 // contradictory environment is an error naming the variable to fix.
@@ -175,16 +200,21 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	env := func(name string) string { return strings.TrimSpace(getenv(name)) }
 	provider := strings.ToLower(env("MNEMO_PROVIDER"))
 	xaiKey, xaiBase := env("XAI_API_KEY"), env("XAI_BASE_URL")
+	anthropicKey, anthropicBase := env("ANTHROPIC_API_KEY"), env("ANTHROPIC_BASE_URL")
 	openaiKey, openaiBase := env("OPENAI_API_KEY"), env("OPENAI_BASE_URL")
 
 	if provider == "" {
 		switch {
 		case xaiKey != "":
 			provider = ProviderXAI
+		case anthropicKey != "":
+			provider = ProviderAnthropic
 		case openaiKey != "" || openaiBase != "":
 			provider = ProviderOpenAI
 		case xaiBase != "":
 			return Config{}, errors.New("XAI_BASE_URL is set but XAI_API_KEY is not: set XAI_API_KEY to use xAI")
+		case anthropicBase != "":
+			return Config{}, errors.New("ANTHROPIC_BASE_URL is set but ANTHROPIC_API_KEY is not: set ANTHROPIC_API_KEY to use Anthropic")
 		default:
 			return Config{}, ErrNoProvider
 		}
@@ -200,6 +230,18 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		if err := checkBaseURL(c.BaseURL); err != nil {
 			return Config{}, fmt.Errorf("XAI_BASE_URL: %w", err)
 		}
+		var err error
+		if c.API, c.ServerTools, err = xaiOptions(env("MNEMO_XAI_API"), env("MNEMO_XAI_SERVER_TOOLS")); err != nil {
+			return Config{}, err
+		}
+	case ProviderAnthropic:
+		if anthropicKey == "" {
+			return Config{}, errors.New("MNEMO_PROVIDER=anthropic but ANTHROPIC_API_KEY is not set")
+		}
+		c = Config{Provider: ProviderAnthropic, Model: envAnthropicModel, BaseURL: cmp.Or(anthropicBase, envAnthropicBaseURL), APIKey: anthropicKey}
+		if err := checkBaseURL(c.BaseURL); err != nil {
+			return Config{}, fmt.Errorf("ANTHROPIC_BASE_URL: %w", err)
+		}
 	case ProviderOpenAI:
 		if openaiKey == "" && openaiBase == "" {
 			return Config{}, fmt.Errorf("MNEMO_PROVIDER=openai but neither OPENAI_API_KEY (for %s) nor OPENAI_BASE_URL (for a local server such as Ollama) is set", DefaultOpenAIBaseURL)
@@ -209,11 +251,47 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("OPENAI_BASE_URL: %w", err)
 		}
 	default:
-		return Config{}, fmt.Errorf("MNEMO_PROVIDER=%q is not supported: use %q or %q", provider, ProviderXAI, ProviderOpenAI)
+		return Config{}, fmt.Errorf("MNEMO_PROVIDER=%q is not supported: use %q, %q or %q", provider, ProviderXAI, ProviderAnthropic, ProviderOpenAI)
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	c.Model = cmp.Or(env("MNEMO_MODEL"), c.Model)
+	if raw := env("MNEMO_MODEL_TIMEOUT"); raw != "" {
+		d, err := time.ParseDuration(raw)
+		if err != nil || d <= 0 {
+			return Config{}, fmt.Errorf("MNEMO_MODEL_TIMEOUT=%q: want a positive Go duration such as 90s or 10m", raw)
+		}
+		c.Timeout = d
+	}
 	return c, nil
+}
+
+// xaiOptions reads MNEMO_XAI_API and MNEMO_XAI_SERVER_TOOLS.
+func xaiOptions(api, serverTools string) (string, []string, error) {
+	switch api = strings.ToLower(api); api {
+	case "":
+		api = APIResponses
+	case APIResponses, APIChat:
+	default:
+		return "", nil, fmt.Errorf("MNEMO_XAI_API=%q is not supported: use %q or %q", api, APIResponses, APIChat)
+	}
+	var tools []string
+	for name := range strings.SplitSeq(serverTools, ",") {
+		name = strings.ToLower(strings.TrimSpace(name))
+		switch name {
+		case "":
+			continue
+		case "web_search", "x_search", "code_interpreter":
+		default:
+			return "", nil, fmt.Errorf("MNEMO_XAI_SERVER_TOOLS: unknown tool %q: use web_search, x_search or code_interpreter", name)
+		}
+		if !slices.Contains(tools, name) {
+			tools = append(tools, name)
+		}
+	}
+	if len(tools) > 0 && api != APIResponses {
+		return "", nil, fmt.Errorf("MNEMO_XAI_SERVER_TOOLS needs the Responses API, but MNEMO_XAI_API=%q: unset one of them", api)
+	}
+	return api, tools, nil
 }
 
 // checkBaseURL accepts absolute http and https URLs.

@@ -16,7 +16,10 @@ import (
 	"github.com/mnemo/mnemo/hearth/llm"
 )
 
-const secretKey = "xai-SECRET-0123456789abcdef"
+const (
+	secretKey    = "xai-SECRET-0123456789abcdef"
+	anthropicKey = "sk-ant-SECRET-0123456789abcdef"
+)
 
 func TestConfigFromEnv(t *testing.T) {
 	tests := []struct {
@@ -34,22 +37,22 @@ func TestConfigFromEnv(t *testing.T) {
 		{
 			name: "xai key only",
 			env:  map[string]string{"XAI_API_KEY": secretKey},
-			want: llm.Config{Provider: "xai", Model: "grok-4.3", BaseURL: "https://api.x.ai/v1", APIKey: secretKey},
+			want: llm.Config{Provider: "xai", Model: "grok-4.3", BaseURL: "https://api.x.ai/v1", APIKey: secretKey, API: "responses"},
 		},
 		{
 			name: "xai key with model and base URL",
 			env:  map[string]string{"XAI_API_KEY": secretKey, "MNEMO_MODEL": "grok-4.5", "XAI_BASE_URL": "http://127.0.0.1:9/v1/"},
-			want: llm.Config{Provider: "xai", Model: "grok-4.5", BaseURL: "http://127.0.0.1:9/v1", APIKey: secretKey},
+			want: llm.Config{Provider: "xai", Model: "grok-4.5", BaseURL: "http://127.0.0.1:9/v1", APIKey: secretKey, API: "responses"},
 		},
 		{
 			name: "xai is the default when both keys are set",
 			env:  map[string]string{"XAI_API_KEY": secretKey, "OPENAI_API_KEY": "sk-other", "OPENAI_BASE_URL": "http://localhost:11434/v1"},
-			want: llm.Config{Provider: "xai", Model: "grok-4.3", BaseURL: "https://api.x.ai/v1", APIKey: secretKey},
+			want: llm.Config{Provider: "xai", Model: "grok-4.3", BaseURL: "https://api.x.ai/v1", APIKey: secretKey, API: "responses"},
 		},
 		{
 			name: "explicit xai, spelled loosely",
 			env:  map[string]string{"MNEMO_PROVIDER": " XAI ", "XAI_API_KEY": " " + secretKey + "\n"},
-			want: llm.Config{Provider: "xai", Model: "grok-4.3", BaseURL: "https://api.x.ai/v1", APIKey: secretKey},
+			want: llm.Config{Provider: "xai", Model: "grok-4.3", BaseURL: "https://api.x.ai/v1", APIKey: secretKey, API: "responses"},
 		},
 		{
 			name: "explicit openai wins over an xai key",
@@ -78,8 +81,103 @@ func TestConfigFromEnv(t *testing.T) {
 		},
 		{
 			name:    "unknown provider",
-			env:     map[string]string{"MNEMO_PROVIDER": "anthropic", "XAI_API_KEY": secretKey},
+			env:     map[string]string{"MNEMO_PROVIDER": "gemini", "XAI_API_KEY": secretKey},
 			wantErr: "MNEMO_PROVIDER",
+		},
+		{
+			name: "anthropic key only",
+			env:  map[string]string{"ANTHROPIC_API_KEY": anthropicKey},
+			want: llm.Config{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "https://api.anthropic.com", APIKey: anthropicKey},
+		},
+		{
+			name: "anthropic with model and base URL",
+			env:  map[string]string{"ANTHROPIC_API_KEY": anthropicKey, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9/", "MNEMO_MODEL": "claude-opus-4-1"},
+			want: llm.Config{Provider: "anthropic", Model: "claude-opus-4-1", BaseURL: "http://127.0.0.1:9", APIKey: anthropicKey},
+		},
+		{
+			name: "xai key wins over an anthropic key",
+			env:  map[string]string{"XAI_API_KEY": secretKey, "ANTHROPIC_API_KEY": anthropicKey},
+			want: llm.Config{Provider: "xai", Model: "grok-4.3", BaseURL: "https://api.x.ai/v1", APIKey: secretKey, API: "responses"},
+		},
+		{
+			name: "anthropic key wins over openai variables",
+			env:  map[string]string{"ANTHROPIC_API_KEY": anthropicKey, "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://localhost:11434/v1"},
+			want: llm.Config{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "https://api.anthropic.com", APIKey: anthropicKey},
+		},
+		{
+			name: "explicit anthropic over an xai key",
+			env:  map[string]string{"MNEMO_PROVIDER": "Anthropic", "XAI_API_KEY": secretKey, "ANTHROPIC_API_KEY": anthropicKey},
+			want: llm.Config{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "https://api.anthropic.com", APIKey: anthropicKey},
+		},
+		{
+			name:    "explicit anthropic without key",
+			env:     map[string]string{"MNEMO_PROVIDER": "anthropic", "XAI_API_KEY": secretKey},
+			wantErr: "ANTHROPIC_API_KEY",
+		},
+		{
+			name:    "anthropic base URL without key",
+			env:     map[string]string{"ANTHROPIC_BASE_URL": "https://api.anthropic.com"},
+			wantErr: "ANTHROPIC_API_KEY",
+		},
+		{
+			name:    "anthropic base URL with a bad scheme",
+			env:     map[string]string{"ANTHROPIC_API_KEY": anthropicKey, "ANTHROPIC_BASE_URL": "ftp://api.anthropic.com"},
+			wantErr: "ANTHROPIC_BASE_URL",
+		},
+		{
+			name: "xai chat completions",
+			env:  map[string]string{"XAI_API_KEY": secretKey, "MNEMO_XAI_API": " Chat "},
+			want: llm.Config{Provider: "xai", Model: "grok-4.3", BaseURL: "https://api.x.ai/v1", APIKey: secretKey, API: "chat"},
+		},
+		{
+			name: "xai responses with server tools",
+			env:  map[string]string{"XAI_API_KEY": secretKey, "MNEMO_XAI_API": "responses", "MNEMO_XAI_SERVER_TOOLS": " web_search, X_SEARCH,,code_interpreter,web_search "},
+			want: llm.Config{Provider: "xai", Model: "grok-4.3", BaseURL: "https://api.x.ai/v1", APIKey: secretKey, API: "responses", ServerTools: []string{"web_search", "x_search", "code_interpreter"}},
+		},
+		{
+			name: "empty server tool list",
+			env:  map[string]string{"XAI_API_KEY": secretKey, "MNEMO_XAI_SERVER_TOOLS": " , "},
+			want: llm.Config{Provider: "xai", Model: "grok-4.3", BaseURL: "https://api.x.ai/v1", APIKey: secretKey, API: "responses"},
+		},
+		{
+			name:    "unknown xai API",
+			env:     map[string]string{"XAI_API_KEY": secretKey, "MNEMO_XAI_API": "grpc"},
+			wantErr: "MNEMO_XAI_API",
+		},
+		{
+			name:    "unknown server tool",
+			env:     map[string]string{"XAI_API_KEY": secretKey, "MNEMO_XAI_SERVER_TOOLS": "web_search,file_search"},
+			wantErr: "MNEMO_XAI_SERVER_TOOLS",
+		},
+		{
+			name:    "server tools need the responses API",
+			env:     map[string]string{"XAI_API_KEY": secretKey, "MNEMO_XAI_API": "chat", "MNEMO_XAI_SERVER_TOOLS": "x_search"},
+			wantErr: "MNEMO_XAI_SERVER_TOOLS",
+		},
+		{
+			name: "xai options are ignored for other providers",
+			env:  map[string]string{"OPENAI_BASE_URL": "http://localhost:11434/v1", "MNEMO_XAI_API": "bogus", "MNEMO_XAI_SERVER_TOOLS": "bogus"},
+			want: llm.Config{Provider: "openai", Model: "gpt-4.1-mini", BaseURL: "http://localhost:11434/v1"},
+		},
+		{
+			name: "model timeout",
+			env:  map[string]string{"XAI_API_KEY": secretKey, "MNEMO_MODEL_TIMEOUT": " 90s "},
+			want: llm.Config{Provider: "xai", Model: "grok-4.3", BaseURL: "https://api.x.ai/v1", APIKey: secretKey, API: "responses", Timeout: 90 * time.Second},
+		},
+		{
+			name: "model timeout for anthropic",
+			env:  map[string]string{"ANTHROPIC_API_KEY": anthropicKey, "MNEMO_MODEL_TIMEOUT": "1m30s"},
+			want: llm.Config{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "https://api.anthropic.com", APIKey: anthropicKey, Timeout: 90 * time.Second},
+		},
+		{
+			name:    "model timeout without a unit",
+			env:     map[string]string{"XAI_API_KEY": secretKey, "MNEMO_MODEL_TIMEOUT": "90"},
+			wantErr: "MNEMO_MODEL_TIMEOUT",
+		},
+		{
+			name:    "model timeout not positive",
+			env:     map[string]string{"OPENAI_API_KEY": "sk-test", "MNEMO_MODEL_TIMEOUT": "-5s"},
+			wantErr: "MNEMO_MODEL_TIMEOUT",
 		},
 		{
 			name:    "explicit openai with neither key nor base URL",
@@ -119,8 +217,8 @@ func TestConfigFromEnv(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Errorf("ConfigFromEnv() error = %v, want one naming %s", err, tt.wantErr)
 				}
-				if err != nil && strings.Contains(err.Error(), secretKey) {
-					t.Errorf("ConfigFromEnv() error %q contains the API key", err)
+				if err != nil && (strings.Contains(err.Error(), secretKey) || strings.Contains(err.Error(), anthropicKey)) {
+					t.Errorf("ConfigFromEnv() error %q contains an API key", err)
 				}
 			case err != nil:
 				t.Fatalf("ConfigFromEnv() error = %v, want nil", err)
@@ -135,6 +233,14 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
+func TestErrNoProviderNamesEveryKey(t *testing.T) {
+	for _, name := range []string{"XAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "MNEMO_PROVIDER"} {
+		if !strings.Contains(llm.ErrNoProvider.Error(), name) {
+			t.Errorf("ErrNoProvider = %q, want it to mention %s", llm.ErrNoProvider, name)
+		}
+	}
+}
+
 func TestConfigString(t *testing.T) {
 	tests := []struct {
 		cfg  llm.Config
@@ -143,6 +249,7 @@ func TestConfigString(t *testing.T) {
 		{llm.Config{Provider: "xai", Model: "grok-4.3", BaseURL: "https://api.x.ai/v1", APIKey: secretKey}, "xai model=grok-4.3 base=https://api.x.ai/v1"},
 		{llm.Config{Provider: "openai", Model: "llama3.2", BaseURL: "http://localhost:11434/v1"}, "openai model=llama3.2 base=http://localhost:11434/v1"},
 		{llm.Config{Provider: "openai", Model: "m", BaseURL: "https://user:" + secretKey + "@proxy.example/v1", APIKey: secretKey}, "openai model=m base=https://user:xxxxx@proxy.example/v1"},
+		{llm.Config{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "https://api.anthropic.com", APIKey: anthropicKey}, "anthropic model=claude-sonnet-4-5 base=https://api.anthropic.com"},
 		{llm.Config{}, "none"},
 	}
 	for _, tt := range tests {
@@ -155,7 +262,7 @@ func TestConfigString(t *testing.T) {
 			for _, out := range []string{
 				fmt.Sprint(tt.cfg), fmt.Sprintf("%+v", tt.cfg), fmt.Sprintf("%#v", tt.cfg), fmt.Sprintf("%v", &tt.cfg), logged.String(),
 			} {
-				if strings.Contains(out, secretKey) {
+				if strings.Contains(out, secretKey) || strings.Contains(out, anthropicKey) {
 					t.Errorf("formatted config %q contains the API key", out)
 				}
 			}

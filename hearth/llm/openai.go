@@ -4,18 +4,22 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
 )
 
 // OpenAI talks to an OpenAI-compatible chat completions endpoint: xAI
@@ -73,6 +77,14 @@ func (o *OpenAI) Model() string { return o.model }
 // delta counts as content: it is what the model said instead of an answer.
 // Stream makes exactly one attempt: the SDK's retries are disabled.
 //
+// req.Tools are sent as function tools, assistant messages with their
+// tool_calls, and RoleTool messages as tool results; an IsError result's
+// content is prefixed with "error: ", as the API has no flag for it.
+// Streamed tool calls are accumulated by index (OpenAI sends a call's
+// arguments in fragments, xAI whole in one chunk); see [ToolCall] for what
+// Response.ToolCalls holds when the model's arguments are not a JSON
+// object.
+//
 // Usage is the last one the provider reported: xAI sends a running total
 // on every chunk, OpenAI one final chunk with no choices. A stream that ends
 // with neither [DONE] nor a finish_reason is an error (a cut connection).
@@ -83,22 +95,9 @@ func (o *OpenAI) Model() string { return o.model }
 // arrived before the failure.
 func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string)) (Response, error) {
 	model := cmp.Or(req.Model, o.model)
-	params := openai.ChatCompletionNewParams{
-		Model:         model,
-		Messages:      make([]openai.ChatCompletionMessageParamUnion, 0, len(req.Messages)),
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-	}
-	for i, m := range req.Messages {
-		switch m.Role {
-		case RoleSystem:
-			params.Messages = append(params.Messages, openai.SystemMessage(m.Content))
-		case RoleUser:
-			params.Messages = append(params.Messages, openai.UserMessage(m.Content))
-		case RoleAssistant:
-			params.Messages = append(params.Messages, openai.AssistantMessage(m.Content))
-		default:
-			return Response{}, &Error{Provider: o.name, Err: fmt.Errorf("message %d has role %q: want %q, %q or %q", i, m.Role, RoleSystem, RoleUser, RoleAssistant)}
-		}
+	params, err := chatParams(model, req)
+	if err != nil {
+		return Response{}, &Error{Provider: o.name, Err: err}
 	}
 
 	callCtx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -124,6 +123,98 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string)) (
 	return resp, nil
 }
 
+// chatParams converts req into a chat completions request for model.
+func chatParams(model string, req Request) (openai.ChatCompletionNewParams, error) {
+	params := openai.ChatCompletionNewParams{
+		Model:         model,
+		Messages:      make([]openai.ChatCompletionMessageParamUnion, 0, len(req.Messages)),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case RoleSystem:
+			params.Messages = append(params.Messages, openai.SystemMessage(m.Content))
+		case RoleUser:
+			params.Messages = append(params.Messages, openai.UserMessage(m.Content))
+		case RoleAssistant:
+			if len(m.ToolCalls) == 0 {
+				params.Messages = append(params.Messages, openai.AssistantMessage(m.Content))
+				continue
+			}
+			var am openai.ChatCompletionAssistantMessageParam
+			if m.Content != "" {
+				am.Content.OfString = openai.String(m.Content)
+			}
+			for j, tc := range m.ToolCalls {
+				if tc.ID == "" || tc.Name == "" {
+					return params, fmt.Errorf("message %d: tool call %d needs an ID and a Name", i, j)
+				}
+				am.ToolCalls = append(am.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+						ID: tc.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+							Name:      tc.Name,
+							Arguments: argumentsText(tc.Arguments),
+						},
+					},
+				})
+			}
+			params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &am})
+		case RoleTool:
+			if m.ToolCallID == "" {
+				return params, fmt.Errorf("message %d: a %q message needs a ToolCallID", i, RoleTool)
+			}
+			content := m.Content
+			if m.IsError {
+				content = "error: " + content
+			}
+			params.Messages = append(params.Messages, openai.ToolMessage(content, m.ToolCallID))
+		default:
+			return params, fmt.Errorf("message %d has role %q: want %q, %q, %q or %q", i, m.Role, RoleSystem, RoleUser, RoleAssistant, RoleTool)
+		}
+	}
+	for _, t := range req.Tools {
+		schema, err := toolSchema(t.Parameters)
+		if err != nil {
+			return params, fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+		def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
+		if t.Description != "" {
+			def.Description = openai.String(t.Description)
+		}
+		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(def))
+	}
+	return params, nil
+}
+
+// argumentsText is a call's arguments as the wire carries them: JSON text,
+// "{}" when there are none.
+func argumentsText(args []byte) string {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return "{}"
+	}
+	return string(args)
+}
+
+// toolSchema converts a tool's parameters schema for the SDK. Each
+// top-level value stays raw JSON, so the schema goes out exactly as given
+// (the SDK's encoder would turn a json.Number into a string). No schema
+// means a function without parameters.
+func toolSchema(raw json.RawMessage) (shared.FunctionParameters, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return shared.FunctionParameters{"type": "object", "properties": map[string]any{}}, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return nil, errors.New("the parameters schema must be a JSON object")
+	}
+	schema := make(shared.FunctionParameters, len(fields))
+	for k, v := range fields {
+		schema[k] = v
+	}
+	return schema, nil
+}
+
 // callError classifies a failed call. ctx is the caller's context and
 // callCtx the one bounded by the timeout.
 func (o *OpenAI) callError(ctx, callCtx context.Context, tap *streamTap, raw *http.Response, err error) *Error {
@@ -143,15 +234,29 @@ func (o *OpenAI) callError(ctx, callCtx context.Context, tap *streamTap, raw *ht
 	case errors.As(err, &apiErr):
 		e.Status = apiErr.StatusCode
 		e.Retryable = retryableStatus(e.Status)
+		text := apiErr.Message
 		if apiErr.RawJSON() == "" && apiErr.Response != nil {
 			// Not OpenAI's JSON error, perhaps a proxy's HTML page: keep
 			// the start of it for the log.
-			e.Err = &bodyError{snippet: snippet(apiErr.Response.Body, o.key), err: err}
+			be := &bodyError{snippet: snippet(apiErr.Response.Body, o.key), err: err}
+			e.Err, text = be, be.snippet
 		}
+		if apiErr.Response != nil {
+			e.RetryAfter = retryAfter(apiErr.Response.Header, time.Now())
+		}
+		e.ContextOverflow = contextOverflow(e.Status, apiErr.Code, text)
 	case raw != nil && raw.StatusCode >= http.StatusBadRequest:
-		// An error reply the SDK could not decode at all.
+		// An error reply the SDK could not decode at all, such as xAI's
+		// {"code":"…","error":"<message>"}: keep the start of it for the
+		// log.
 		e.Status = raw.StatusCode
 		e.Retryable = retryableStatus(e.Status)
+		e.RetryAfter = retryAfter(raw.Header, time.Now())
+		if raw.Body != nil {
+			be := &bodyError{snippet: snippet(raw.Body, o.key), err: err}
+			e.Err = be
+			e.ContextOverflow = contextOverflow(e.Status, "", be.snippet)
+		}
 	case tap.readErr != nil:
 		// The connection failed during the reply.
 		e.Retryable = true
@@ -223,11 +328,66 @@ func retryableStatus(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= http.StatusInternalServerError
 }
 
+// retryAfter reads how long the provider asks the caller to wait:
+// retry-after-ms (milliseconds), else Retry-After (seconds or an HTTP
+// date, relative to now). It returns 0 when neither says.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseFloat(strings.TrimSpace(h.Get("Retry-After-Ms")), 64); err == nil && ms > 0 && ms < float64(math.MaxInt64/int64(time.Millisecond)) {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs > 0 && secs < float64(math.MaxInt64/int64(time.Second)) {
+			return time.Duration(secs * float64(time.Second))
+		}
+		return 0
+	}
+	if at, err := http.ParseTime(v); err == nil && at.After(now) {
+		return at.Sub(now)
+	}
+	return 0
+}
+
+// contextOverflow reports whether an error reply refuses a request for
+// exceeding the model's context window: by its code, or by how providers
+// word it: OpenAI and vLLM ("maximum context length"), xAI ("maximum prompt
+// length"), llama.cpp ("exceeds the available context size"), Anthropic
+// ("prompt is too long"), Gemini ("exceeds the maximum number of tokens").
+func contextOverflow(status int, code, message string) bool {
+	if status < http.StatusBadRequest || status >= http.StatusInternalServerError || status == http.StatusTooManyRequests {
+		return false
+	}
+	if code == "context_length_exceeded" {
+		return true
+	}
+	phrases := [...]string{
+		"context_length_exceeded",
+		"context length",
+		"context window",
+		"context size",
+		"prompt length",
+		"prompt is too long",
+		"prompt too long",
+		"exceeds the maximum number of tokens",
+	}
+	message = strings.ToLower(message)
+	for _, p := range phrases {
+		if strings.Contains(message, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // accumulator folds chunks into a Response. Only choice 0 is kept: mnemo
 // never asks for n > 1.
 type accumulator struct {
 	onText func(string)
 	text   strings.Builder
+	calls  toolCalls
 	model  string
 	finish string
 	usage  *Usage
@@ -253,6 +413,9 @@ func (a *accumulator) add(c openai.ChatCompletionChunk) {
 				a.onText(s)
 			}
 		}
+		for _, tc := range ch.Delta.ToolCalls {
+			a.calls.add(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+		}
 		if ch.FinishReason != "" {
 			a.finish = ch.FinishReason
 		}
@@ -262,10 +425,86 @@ func (a *accumulator) add(c openai.ChatCompletionChunk) {
 func (a *accumulator) response(requested string) Response {
 	return Response{
 		Text:         a.text.String(),
+		ToolCalls:    a.calls.result(),
 		Model:        cmp.Or(a.model, requested),
 		FinishReason: a.finish,
 		Usage:        a.usage,
 	}
+}
+
+// toolCalls accumulates streamed tool-call deltas. A delta names its call
+// by index; only a call's first fragment carries its id and name, and
+// later ones append to its arguments (OpenAI). A server may also send each
+// call whole in one delta (xAI). A delta whose id differs from the id
+// already seen at its index starts a new call, for servers that reuse an
+// index for every whole call.
+type toolCalls struct {
+	calls   []partialCall
+	byIndex map[int64]int // index → position in calls
+}
+
+type partialCall struct {
+	id, name string
+	args     []byte
+}
+
+func (a *toolCalls) add(index int64, id, name, args string) {
+	pos, ok := a.byIndex[index]
+	if !ok || (id != "" && a.calls[pos].id != "" && id != a.calls[pos].id) {
+		if a.byIndex == nil {
+			a.byIndex = make(map[int64]int)
+		}
+		a.calls = append(a.calls, partialCall{})
+		pos = len(a.calls) - 1
+		a.byIndex[index] = pos
+	}
+	c := &a.calls[pos]
+	if c.id == "" {
+		c.id = id
+	}
+	if name != "" && name != c.name {
+		// A server that repeats the name sends it whole each time; one
+		// that streams it sends pieces.
+		c.name += name
+	}
+	c.args = append(c.args, args...)
+}
+
+// result returns the calls in the order they began. A call without an id
+// gets "call_<position>"; its arguments are normalised by callArguments.
+func (a *toolCalls) result() []ToolCall {
+	if len(a.calls) == 0 {
+		return nil
+	}
+	out := make([]ToolCall, len(a.calls))
+	for i := range a.calls {
+		c := &a.calls[i]
+		out[i] = ToolCall{
+			ID:        cmp.Or(c.id, "call_"+strconv.Itoa(i)),
+			Name:      c.name,
+			Arguments: callArguments(string(c.args)),
+		}
+	}
+	return out
+}
+
+// callArguments turns the arguments text a model wrote into a JSON object:
+// "{}" for none, the text itself when it is a JSON object, and otherwise
+// {"_raw": text}, so the agent can hand the model a tool error that quotes
+// what it wrote.
+func callArguments(text string) json.RawMessage {
+	trimmed := strings.TrimSpace(text)
+	switch {
+	case trimmed == "":
+		return json.RawMessage("{}")
+	case trimmed[0] == '{' && json.Valid([]byte(trimmed)):
+		return json.RawMessage(trimmed)
+	}
+	b, err := json.Marshal(map[string]string{"_raw": text})
+	if err != nil {
+		return json.RawMessage("{}") // cannot happen: a string map always encodes
+	}
+	return b
 }
 
 // streamTap sits between the HTTP response body and the SDK's SSE decoder

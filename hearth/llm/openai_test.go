@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -159,28 +160,182 @@ func TestStreamSendsRequest(t *testing.T) {
 	}
 }
 
-func TestStreamRejectsUnknownRole(t *testing.T) {
-	srv := llmtest.NewOpenAI(t, "")
-	_, err := newAdapter(srv, "", nil).Stream(t.Context(), llm.Request{Messages: []llm.Message{{Role: "tool", Content: "x"}}}, nil)
-	var e *llm.Error
-	if !errors.As(err, &e) || e.Retryable {
-		t.Errorf("Stream() error = %#v, want a non-retryable *llm.Error", err)
+// TestStreamRejectsBadRequest checks requests the adapter cannot express
+// fail before anything is sent.
+func TestStreamRejectsBadRequest(t *testing.T) {
+	user := llm.Message{Role: "user", Content: "hi"}
+	tests := []struct {
+		name string
+		req  llm.Request
+		want string // in the error text
+	}{
+		{"unknown role", llm.Request{Messages: []llm.Message{{Role: "robot", Content: "x"}}}, `role "robot"`},
+		{"tool result without call id", llm.Request{Messages: []llm.Message{user, {Role: "tool", Content: "x"}}}, "ToolCallID"},
+		{"tool call without id", llm.Request{Messages: []llm.Message{user, {Role: "assistant", ToolCalls: []llm.ToolCall{{Name: "f"}}}}}, "ID"},
+		{"tool call without name", llm.Request{Messages: []llm.Message{user, {Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "c"}}}}}, "Name"},
+		{"schema not an object", llm.Request{Messages: []llm.Message{user}, Tools: []llm.Tool{{Name: "f", Parameters: []byte(`["type"]`)}}}, `tool "f"`},
+		{"schema not JSON", llm.Request{Messages: []llm.Message{user}, Tools: []llm.Tool{{Name: "f", Parameters: []byte(`{"type":`)}}}, `tool "f"`},
+		{"schema null", llm.Request{Messages: []llm.Message{user}, Tools: []llm.Tool{{Name: "f", Parameters: []byte(`null`)}}}, `tool "f"`},
 	}
-	if n := len(srv.Requests()); n != 0 {
-		t.Errorf("got %d requests, want 0", n)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewOpenAI(t, "")
+			_, err := newAdapter(srv, "", nil).Stream(t.Context(), tt.req, nil)
+			var e *llm.Error
+			if !errors.As(err, &e) || e.Retryable || e.Status != 0 {
+				t.Errorf("Stream() error = %#v, want a non-retryable *llm.Error without status", err)
+			}
+			if err != nil && !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Stream() error = %q, want it to mention %s", err, tt.want)
+			}
+			if n := len(srv.Requests()); n != 0 {
+				t.Errorf("got %d requests, want 0", n)
+			}
+		})
+	}
+}
+
+// TestStreamSendsTools checks the chat completions wire form of tools,
+// tool calls and tool results, byte for byte where it matters.
+func TestStreamSendsTools(t *testing.T) {
+	bodies := make(chan []byte, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		bodies <- b
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, sseContent+sseFinish+sseDone)
+	}))
+	t.Cleanup(srv.Close)
+	req := llm.Request{
+		Messages: []llm.Message{
+			{Role: "user", Content: "weather?"},
+			{Role: "assistant", ToolCalls: []llm.ToolCall{
+				{ID: "call_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Oslo"}`)},
+				{ID: "call_2", Name: "now"},
+			}},
+			{Role: "tool", ToolCallID: "call_1", Content: "rain"},
+			{Role: "tool", ToolCallID: "call_2", Content: "no clock", IsError: true},
+			{Role: "assistant", Content: "Rain, and I could not tell the time.", ToolCalls: []llm.ToolCall{{ID: "call_3", Name: "now", Arguments: json.RawMessage(`{}`)}}},
+			{Role: "tool", ToolCallID: "call_3", Content: ""},
+		},
+		Tools: []llm.Tool{
+			{Name: "get_weather", Description: "Weather by city.", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","maxLength":100}},"required":["city"]}`)},
+			{Name: "now"},
+		},
+	}
+	o := llm.NewOpenAI(llm.Config{Provider: "openai", Model: "m", BaseURL: srv.URL + "/v1"}, nil)
+	if _, err := o.Stream(t.Context(), req, nil); err != nil {
+		t.Fatalf("Stream() error = %v", err)
+	}
+	var got struct {
+		Messages []map[string]any `json:"messages"`
+		Tools    []map[string]any `json:"tools"`
+	}
+	if err := json.Unmarshal(<-bodies, &got); err != nil {
+		t.Fatal(err)
+	}
+	var want struct {
+		Messages []map[string]any `json:"messages"`
+		Tools    []map[string]any `json:"tools"`
+	}
+	const wantJSON = `{
+		"messages": [
+			{"role":"user","content":"weather?"},
+			{"role":"assistant","tool_calls":[
+				{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}},
+				{"id":"call_2","type":"function","function":{"name":"now","arguments":"{}"}}
+			]},
+			{"role":"tool","tool_call_id":"call_1","content":"rain"},
+			{"role":"tool","tool_call_id":"call_2","content":"error: no clock"},
+			{"role":"assistant","content":"Rain, and I could not tell the time.","tool_calls":[
+				{"id":"call_3","type":"function","function":{"name":"now","arguments":"{}"}}
+			]},
+			{"role":"tool","tool_call_id":"call_3","content":""}
+		],
+		"tools": [
+			{"type":"function","function":{"name":"get_weather","description":"Weather by city.","parameters":{"type":"object","properties":{"city":{"type":"string","maxLength":100}},"required":["city"]}}},
+			{"type":"function","function":{"name":"now","parameters":{"type":"object","properties":{}}}}
+		]
+	}`
+	if err := json.Unmarshal([]byte(wantJSON), &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("request body mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestStreamToolCalls checks tool calls as the stand-in streams them,
+// beside text and usage.
+func TestStreamToolCalls(t *testing.T) {
+	weather := llmtest.ToolCall{ID: "call_w", Name: "get_weather", Arguments: `{"city":"Zürich","days":3}`}
+	tests := []struct {
+		name       string
+		reply      llmtest.Reply
+		wantDeltas []string
+		want       llm.Response
+	}{
+		{
+			name:  "fragmented",
+			reply: llmtest.Reply{ToolCalls: []llmtest.ToolCall{weather}},
+			want: llm.Response{Model: "grok-test", FinishReason: "tool_calls", Usage: &llm.Usage{InputTokens: 4, OutputTokens: 5},
+				ToolCalls: []llm.ToolCall{{ID: "call_w", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Zürich","days":3}`)}}},
+		},
+		{
+			name:  "whole, xai style",
+			reply: llmtest.Reply{ToolCalls: []llmtest.ToolCall{weather}, WholeToolCalls: true, UsageEveryChunk: true},
+			want: llm.Response{Model: "grok-test", FinishReason: "tool_calls", Usage: &llm.Usage{InputTokens: 4, OutputTokens: 1},
+				ToolCalls: []llm.ToolCall{{ID: "call_w", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Zürich","days":3}`)}}},
+		},
+		{
+			name:       "text, then calls with generated ids and no arguments",
+			reply:      llmtest.Reply{Chunks: chunks("One ", "moment."), ToolCalls: []llmtest.ToolCall{{Name: "now"}, {Name: "now", Arguments: "{}"}}},
+			wantDeltas: []string{"One ", "moment."},
+			want: llm.Response{Text: "One moment.", Model: "grok-test", FinishReason: "tool_calls", Usage: &llm.Usage{InputTokens: 4, OutputTokens: 5},
+				ToolCalls: []llm.ToolCall{{ID: "call_llmtest000001", Name: "now", Arguments: json.RawMessage(`{}`)}, {ID: "call_llmtest000002", Name: "now", Arguments: json.RawMessage(`{}`)}}},
+		},
+		{
+			name:  "invalid arguments from the model",
+			reply: llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_x", Name: "f", Arguments: `{"city": Paris}`}}},
+			want: llm.Response{Model: "grok-test", FinishReason: "tool_calls", Usage: &llm.Usage{InputTokens: 4, OutputTokens: 4},
+				ToolCalls: []llm.ToolCall{{ID: "call_x", Name: "f", Arguments: json.RawMessage(`{"_raw":"{\"city\": Paris}"}`)}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewOpenAI(t, secretKey)
+			srv.Enqueue(tt.reply)
+			var deltas []string
+			got, err := newAdapter(srv, secretKey, nil).Stream(t.Context(), hello, collect(&deltas))
+			if err != nil {
+				t.Fatalf("Stream() error = %v", err)
+			}
+			if diff := cmp.Diff(tt.wantDeltas, deltas); diff != "" {
+				t.Errorf("onText calls mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Stream() mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
 func TestStreamErrors(t *testing.T) {
 	tests := []struct {
-		name          string
-		reply         llmtest.Reply
-		key           string // key the adapter sends; the server wants secretKey
-		wantStatus    int
-		wantRetryable bool
-		wantText      string // partial text returned with the error
+		name           string
+		reply          llmtest.Reply
+		key            string // key the adapter sends; the server wants secretKey
+		wantStatus     int
+		wantRetryable  bool
+		wantRetryAfter time.Duration
+		wantOverflow   bool
+		wantText       string // partial text returned with the error
 	}{
-		{name: "rate limited", reply: llmtest.Reply{Status: 429, RetryAfter: 1500 * time.Millisecond}, key: secretKey, wantStatus: 429, wantRetryable: true},
+		{name: "rate limited", reply: llmtest.Reply{Status: 429, RetryAfter: 1500 * time.Millisecond}, key: secretKey, wantStatus: 429, wantRetryable: true, wantRetryAfter: 1500 * time.Millisecond},
+		{name: "rate limited without Retry-After", reply: llmtest.Reply{Status: 429, ErrorCode: "rate_limit_exceeded"}, key: secretKey, wantStatus: 429, wantRetryable: true},
+		{name: "overloaded with Retry-After", reply: llmtest.Reply{Status: 503, RetryAfter: 4 * time.Second}, key: secretKey, wantStatus: 503, wantRetryable: true, wantRetryAfter: 4 * time.Second},
+		{name: "context overflow", reply: llmtest.Reply{Status: 400, ErrorCode: "context_length_exceeded"}, key: secretKey, wantStatus: 400, wantOverflow: true},
+		{name: "cut during tool calls", reply: llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "f", Arguments: `{"a":1}`}}, CutAfter: 1}, key: secretKey, wantRetryable: true},
 		{name: "bad request", reply: llmtest.Reply{Status: 400}, key: secretKey, wantStatus: 400},
 		{name: "server error", reply: llmtest.Reply{Status: 500}, key: secretKey, wantStatus: 500, wantRetryable: true},
 		{name: "overloaded", reply: llmtest.Reply{Status: 503}, key: secretKey, wantStatus: 503, wantRetryable: true},
@@ -202,6 +357,9 @@ func TestStreamErrors(t *testing.T) {
 			}
 			if e.Status != tt.wantStatus || e.Retryable != tt.wantRetryable || e.Provider != "xai" {
 				t.Errorf("error = {Provider:%q Status:%d Retryable:%v}, want {Provider:\"xai\" Status:%d Retryable:%v}", e.Provider, e.Status, e.Retryable, tt.wantStatus, tt.wantRetryable)
+			}
+			if e.RetryAfter != tt.wantRetryAfter || e.ContextOverflow != tt.wantOverflow {
+				t.Errorf("error = {RetryAfter:%v ContextOverflow:%v}, want {RetryAfter:%v ContextOverflow:%v}", e.RetryAfter, e.ContextOverflow, tt.wantRetryAfter, tt.wantOverflow)
 			}
 			if resp.Text != tt.wantText {
 				t.Errorf("partial Text = %q, want %q", resp.Text, tt.wantText)
@@ -516,6 +674,11 @@ func FuzzStreamBody(f *testing.F) {
 		"event: message\ndata: {\"choices\":[]}\ndata: \n\n",
 		": comment\r\n\r\ndata: [DONE]",
 		"",
+		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":""}}]}}]}` + "\n\n" +
+			`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":"}}]}}]}` + "\n\n" +
+			`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]},"finish_reason":"tool_calls"}]}` + "\n\n" + sseDone,
+		`data: {"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}},{"index":1,"id":"b","function":{"name":"g","arguments":"[x"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}` + "\n\n",
+		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":"0","function":null}]}}]}` + "\n\n" + sseDone,
 	} {
 		f.Add(seed)
 	}
@@ -549,6 +712,12 @@ func FuzzStreamBody(f *testing.F) {
 		if resp.FinishReason == "" && !strings.Contains(b, "[DONE]") {
 			t.Errorf("Stream() succeeded on %q with neither a finish_reason nor [DONE]", b)
 		}
+		for i, c := range resp.ToolCalls {
+			var obj map[string]any
+			if c.ID == "" || json.Unmarshal(c.Arguments, &obj) != nil || obj == nil {
+				t.Errorf("ToolCalls[%d] = {ID:%q Arguments:%q}, want an id and a JSON object", i, c.ID, c.Arguments)
+			}
+		}
 	})
 }
 
@@ -571,4 +740,18 @@ func BenchmarkStream(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/chunk")
+}
+
+// TestOpenAIConformance runs the shared provider suite against the chat
+// completions adapter and stand-in.
+func TestOpenAIConformance(t *testing.T) {
+	for _, provider := range []string{llm.ProviderXAI, llm.ProviderOpenAI} {
+		t.Run(provider, func(t *testing.T) {
+			llmtest.RunConformance(t,
+				func(t *testing.T, key string) llmtest.Backend { return llmtest.NewOpenAI(t, key) },
+				func(baseURL, key string) llmtest.Streamer {
+					return llm.NewOpenAI(llm.Config{Provider: provider, BaseURL: baseURL, APIKey: key}, nil)
+				})
+		})
+	}
 }

@@ -18,15 +18,24 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // Server is an OpenAI-compatible chat completions server, as served by
 // OpenAI, xAI, Ollama's /v1, llama.cpp and vLLM. It is safe for concurrent
 // use.
 //
+// It validates function tools, assistant tool calls and tool results as
+// the real API does, records them normalised (see [Message]), and streams
+// scripted tool calls as the providers do: OpenAI style, each call's
+// arguments in several fragments keyed by index with the id and name only
+// on the first; with [Reply.WholeToolCalls], xAI style, every call whole in
+// one chunk.
+//
 // Token counts in its usage reports are synthetic but deterministic:
 // prompt_tokens is the number of whitespace-separated words across all
-// request messages, completion_tokens the number of content chunks sent.
+// request messages, completion_tokens the number of content and tool-call
+// chunks sent.
 type Server struct {
 	// URL is the base URL to configure a client with; it ends in /v1.
 	URL string
@@ -38,7 +47,8 @@ type Server struct {
 	mu       sync.Mutex
 	queue    []Reply
 	requests []RecordedRequest
-	seq      int
+	seq      int // completions answered, for their ids
+	callSeq  int // tool-call ids generated
 }
 
 // NewOpenAI starts a server that is shut down when the test ends. When key
@@ -71,11 +81,27 @@ func (s *Server) Requests() []RecordedRequest {
 	defer s.mu.Unlock()
 	out := make([]RecordedRequest, len(s.requests))
 	for i, r := range s.requests {
-		r.Messages = slices.Clone(r.Messages)
-		r.Header = r.Header.Clone()
-		out[i] = r
+		out[i] = r.clone()
 	}
 	return out
+}
+
+// clone returns a deep copy of r.
+func (r RecordedRequest) clone() RecordedRequest {
+	r.Messages = slices.Clone(r.Messages)
+	for i := range r.Messages {
+		r.Messages[i].ToolCalls = slices.Clone(r.Messages[i].ToolCalls)
+	}
+	r.Tools = slices.Clone(r.Tools)
+	for i := range r.Tools {
+		r.Tools[i].Parameters = slices.Clone(r.Tools[i].Parameters)
+	}
+	if r.Store != nil {
+		store := *r.Store
+		r.Store = &store
+	}
+	r.Header = r.Header.Clone()
+	return r
 }
 
 // wireRequest is the part of a chat completions request body the server
@@ -83,9 +109,22 @@ func (s *Server) Requests() []RecordedRequest {
 type wireRequest struct {
 	Model         *string        `json:"model"`
 	Messages      []wireMessage  `json:"messages"`
+	Tools         []wireTool     `json:"tools"`
 	Stream        bool           `json:"stream"`
 	StreamOptions *streamOptions `json:"stream_options"`
 	N             *int           `json:"n"`
+}
+
+// wireTool is a declared tool: {type:"function",function:{...}}.
+type wireTool struct {
+	Type     string        `json:"type"`
+	Function *wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
 }
 
 type streamOptions struct {
@@ -93,8 +132,20 @@ type streamOptions struct {
 }
 
 type wireMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []wireToolCall  `json:"tool_calls"`
+	ToolCallID *string         `json:"tool_call_id"`
+}
+
+// wireToolCall is a call in an assistant message of a request.
+type wireToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function *struct {
+		Name      string  `json:"name"`
+		Arguments *string `json:"arguments"`
+	} `json:"function"`
 }
 
 // maxBody bounds a request body; real providers accept contexts of
@@ -139,8 +190,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(reply.RetryAfter.Seconds())), 10))
 			w.Header().Set("Retry-After-Ms", strconv.FormatInt(reply.RetryAfter.Milliseconds(), 10))
 		}
-		msg, typ, code := errorFor(reply.Status)
-		writeError(w, reply.Status, msg, typ, "", code)
+		msg, typ, param, code := errorFor(reply.Status, reply.ErrorCode, promptWords(msgs))
+		writeError(w, reply.Status, msg, typ, param, code)
 		return
 	}
 	st := &replyState{
@@ -151,7 +202,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		model:        *req.Model,
 		id:           s.newID(),
 		created:      time.Now().Unix(),
-		promptTokens: countWords(msgs),
+		promptTokens: promptWords(msgs),
+		calls:        s.callIDs(reply.ToolCalls),
 	}
 	if req.Stream {
 		st.stream(req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
@@ -170,8 +222,12 @@ func (s *Server) record(r *http.Request, req *wireRequest, ok bool) {
 			rec.Model = *req.Model
 		}
 		for _, m := range req.Messages {
-			content, _ := contentText(m.Content)
-			rec.Messages = append(rec.Messages, Message{Role: m.Role, Content: content})
+			rec.Messages = append(rec.Messages, normalize(m))
+		}
+		for _, tl := range req.Tools {
+			if tl.Function != nil {
+				rec.Tools = append(rec.Tools, Tool{Name: tl.Function.Name, Description: tl.Function.Description, Parameters: slices.Clone(tl.Function.Parameters)})
+			}
 		}
 		rec.Stream = req.Stream
 		rec.IncludeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
@@ -189,9 +245,36 @@ func (s *Server) authorized(r *http.Request) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.key)) == 1
 }
 
+// normalize converts a wire message into a recorded one. Parts it cannot
+// read are left zero.
+func normalize(m wireMessage) Message {
+	content, _ := contentText(m.Content)
+	out := Message{Role: m.Role, Content: content}
+	if m.ToolCallID != nil {
+		out.ToolCallID = *m.ToolCallID
+	}
+	for _, tc := range m.ToolCalls {
+		c := ToolCall{ID: tc.ID}
+		if tc.Function != nil {
+			c.Name = tc.Function.Name
+			if tc.Function.Arguments != nil {
+				c.Arguments = *tc.Function.Arguments
+			}
+		}
+		out.ToolCalls = append(out.ToolCalls, c)
+	}
+	return out
+}
+
+// maxTools is OpenAI's limit on declared tools (xAI allows 200).
+const maxTools = 128
+
 // validate checks the request as the real API does and returns its
 // messages, or the offending parameter and a description of the problem.
 func validate(req *wireRequest) (msgs []Message, param, problem string) {
+	if param, problem := validateTools(req.Tools); problem != "" {
+		return nil, param, problem
+	}
 	switch {
 	case req.Model == nil:
 		return nil, "model", "you must provide a model parameter"
@@ -222,9 +305,134 @@ func validate(req *wireRequest) (msgs []Message, param, problem string) {
 		if content == "" && isNull(m.Content) && m.Role != "assistant" {
 			return nil, fmt.Sprintf("messages[%d].content", i), fmt.Sprintf("Missing required parameter: 'messages[%d].content'.", i)
 		}
-		msgs = append(msgs, Message{Role: m.Role, Content: content})
+		msgs = append(msgs, normalize(m))
+	}
+	if param, problem := validateToolFlow(req.Messages); problem != "" {
+		return nil, param, problem
 	}
 	return msgs, "", ""
+}
+
+// validateTools checks declared function tools.
+func validateTools(tools []wireTool) (param, problem string) {
+	if len(tools) > maxTools {
+		return "tools", fmt.Sprintf("Invalid 'tools': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", maxTools, len(tools))
+	}
+	for i, tl := range tools {
+		p := fmt.Sprintf("tools[%d]", i)
+		switch {
+		case tl.Type == "":
+			return p + ".type", fmt.Sprintf("Missing required parameter: '%s.type'.", p)
+		case tl.Type != "function":
+			return p + ".type", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'function' and 'custom'.", tl.Type)
+		case tl.Function == nil:
+			return p + ".function", fmt.Sprintf("Missing required parameter: '%s.function'.", p)
+		case tl.Function.Name == "":
+			return p + ".function.name", fmt.Sprintf("Missing required parameter: '%s.function.name'.", p)
+		case len(tl.Function.Name) > 64:
+			return p + ".function.name", fmt.Sprintf("Invalid '%s.function.name': string too long. Expected a string with maximum length 64, but got a string with length %d instead.", p, len(tl.Function.Name))
+		case !validToolName(tl.Function.Name):
+			return p + ".function.name", fmt.Sprintf("Invalid '%s.function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.", p)
+		}
+		if isNull(tl.Function.Parameters) {
+			continue
+		}
+		var schema map[string]json.RawMessage
+		if err := json.Unmarshal(tl.Function.Parameters, &schema); err != nil {
+			return p + ".function.parameters", fmt.Sprintf("Invalid type for '%s.function.parameters': expected an object.", p)
+		}
+		var typ string
+		if raw, ok := schema["type"]; ok {
+			json.Unmarshal(raw, &typ)
+		}
+		if typ != "object" {
+			return p + ".function.parameters", fmt.Sprintf("Invalid schema for function '%s': schema must be a JSON Schema of 'type: \"object\"', got 'type: \"%s\"'.", tl.Function.Name, cmpOr(typ, "None"))
+		}
+	}
+	return "", ""
+}
+
+func validToolName(name string) bool {
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// validateToolFlow checks assistant tool calls and tool results: every
+// call is answered by a tool message right after it, and every tool
+// message answers a call of the assistant message before it.
+func validateToolFlow(msgs []wireMessage) (param, problem string) {
+	var (
+		calls   []string        // the open assistant message's call ids, in order
+		pending map[string]bool // those not answered yet
+	)
+	unanswered := func(i int) (string, string) {
+		var ids []string
+		for _, id := range calls {
+			if pending[id] {
+				ids = append(ids, id)
+			}
+		}
+		return fmt.Sprintf("messages.[%d].role", i), "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " + strings.Join(ids, ", ")
+	}
+	for i, m := range msgs {
+		if m.Role != "tool" && len(pending) > 0 {
+			return unanswered(i)
+		}
+		switch m.Role {
+		case "assistant":
+			calls, pending = nil, nil
+			for j, tc := range m.ToolCalls {
+				p := fmt.Sprintf("messages[%d].tool_calls[%d]", i, j)
+				switch {
+				case tc.ID == "":
+					return p + ".id", fmt.Sprintf("Missing required parameter: '%s.id'.", p)
+				case tc.Type != "function":
+					return p + ".type", fmt.Sprintf("Invalid value for '%s.type': expected 'function'.", p)
+				case tc.Function == nil:
+					return p + ".function", fmt.Sprintf("Missing required parameter: '%s.function'.", p)
+				case tc.Function.Name == "":
+					return p + ".function.name", fmt.Sprintf("Missing required parameter: '%s.function.name'.", p)
+				case tc.Function.Arguments == nil:
+					return p + ".function.arguments", fmt.Sprintf("Missing required parameter: '%s.function.arguments'.", p)
+				case pending[tc.ID]:
+					return p + ".id", fmt.Sprintf("Invalid '%s.id': duplicate tool_call_id '%s'.", p, tc.ID)
+				}
+				if pending == nil {
+					pending = make(map[string]bool)
+				}
+				calls = append(calls, tc.ID)
+				pending[tc.ID] = true
+			}
+		case "tool":
+			p := fmt.Sprintf("messages[%d]", i)
+			switch {
+			case m.ToolCallID == nil || *m.ToolCallID == "":
+				return p + ".tool_call_id", fmt.Sprintf("Missing required parameter: '%s.tool_call_id'.", p)
+			case calls == nil:
+				return p + ".role", "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
+			case !slices.Contains(calls, *m.ToolCallID):
+				return p + ".tool_call_id", fmt.Sprintf("Invalid parameter: 'tool_call_id' of '%s' not found in 'tool_calls' of previous message.", *m.ToolCallID)
+			}
+			delete(pending, *m.ToolCallID)
+		default:
+			calls, pending = nil, nil
+		}
+	}
+	if len(pending) > 0 {
+		return unanswered(len(msgs))
+	}
+	return "", ""
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -256,7 +464,8 @@ func contentText(raw json.RawMessage) (text string, ok bool) {
 	return b.String(), true
 }
 
-func countWords(msgs []Message) int64 {
+// promptWords is the synthetic prompt token count of msgs.
+func promptWords(msgs []Message) int64 {
 	var n int64
 	for _, m := range msgs {
 		n += int64(len(strings.Fields(m.Content)))
@@ -295,8 +504,41 @@ func (s *Server) newID() string {
 	return fmt.Sprintf("chatcmpl-llmtest%06d", s.seq)
 }
 
-// errorFor returns the message, type and code the real API uses for status.
-func errorFor(status int) (msg, typ, code string) {
+// callIDs returns calls with generated ids where the script left them
+// empty.
+func (s *Server) callIDs(calls []ToolCall) []ToolCall {
+	out := slices.Clone(calls)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range out {
+		if out[i].ID == "" {
+			s.callSeq++
+			out[i].ID = fmt.Sprintf("call_llmtest%06d", s.callSeq)
+		}
+	}
+	return out
+}
+
+// errorFor returns the message, type, param and code the real API uses
+// for status, or for code when the script names one. promptTokens goes
+// into a context overflow's message.
+func errorFor(status int, code string, promptTokens int64) (msg, typ, param, wantCode string) {
+	switch code {
+	case "":
+	case "context_length_exceeded":
+		const window = 131072
+		return fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", window, window+promptTokens), "invalid_request_error", "messages", code
+	default:
+		msg, typ, _ = statusError(status)
+		return msg, typ, "", code
+	}
+	msg, typ, code = statusError(status)
+	return msg, typ, "", code
+}
+
+// statusError returns the message, type and code the real API uses for
+// status.
+func statusError(status int) (msg, typ, code string) {
 	switch {
 	case status == http.StatusUnauthorized:
 		return "Incorrect API key provided.", "invalid_request_error", "invalid_api_key"
@@ -364,9 +606,19 @@ type (
 		FinishReason string          `json:"finish_reason"`
 	}
 	assistantMsg struct {
-		Role    string          `json:"role"`
-		Content string          `json:"content"`
-		Refusal json.RawMessage `json:"refusal"`
+		Role      string          `json:"role"`
+		Content   *string         `json:"content"` // null beside tool calls
+		Refusal   json.RawMessage `json:"refusal"`
+		ToolCalls []toolCallOut   `json:"tool_calls,omitempty"`
+	}
+	toolCallOut struct {
+		ID       string      `json:"id"`
+		Type     string      `json:"type"`
+		Function functionOut `json:"function"`
+	}
+	functionOut struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
 	}
 	chunk struct {
 		ID                string          `json:"id"`
@@ -384,8 +636,21 @@ type (
 		FinishReason *string         `json:"finish_reason"`
 	}
 	delta struct {
-		Role    string  `json:"role,omitempty"`
-		Content *string `json:"content,omitempty"`
+		Role      string          `json:"role,omitempty"`
+		Content   *string         `json:"content,omitempty"`
+		ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
+	}
+	// toolCallDelta is a streamed fragment of a call: the first carries
+	// id, type and name, the rest only arguments.
+	toolCallDelta struct {
+		Index    int           `json:"index"`
+		ID       string        `json:"id,omitempty"`
+		Type     string        `json:"type,omitempty"`
+		Function functionDelta `json:"function"`
+	}
+	functionDelta struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
 	}
 	usage struct {
 		PromptTokens     int64 `json:"prompt_tokens"`
@@ -402,6 +667,7 @@ type replyState struct {
 	w            http.ResponseWriter
 	r            *http.Request
 	reply        Reply
+	calls        []ToolCall // reply.ToolCalls with their ids
 	model        string
 	id           string
 	created      int64
@@ -413,10 +679,14 @@ func (st *replyState) usage(completion int64) usage {
 }
 
 func (st *replyState) finishReason() string {
-	if st.reply.FinishReason == "" {
+	switch {
+	case st.reply.FinishReason != "":
+		return st.reply.FinishReason
+	case len(st.calls) > 0:
+		return "tool_calls"
+	default:
 		return "stop"
 	}
-	return st.reply.FinishReason
 }
 
 // wait sleeps d on the server side (a scripted provider delay). It reports
@@ -463,6 +733,13 @@ func (st *replyState) complete() {
 	if st.reply.CutAfter > 0 {
 		panic(http.ErrAbortHandler)
 	}
+	msg := assistantMsg{Role: "assistant", Refusal: null}
+	if s := text.String(); s != "" || len(st.calls) == 0 {
+		msg.Content = &s
+	}
+	for _, c := range st.calls {
+		msg.ToolCalls = append(msg.ToolCalls, toolCallOut{ID: c.ID, Type: "function", Function: functionOut{Name: c.Name, Arguments: c.Arguments}})
+	}
 	writeJSON(st.w, http.StatusOK, completion{
 		ID:                st.id,
 		Object:            "chat.completion",
@@ -470,12 +747,55 @@ func (st *replyState) complete() {
 		Model:             st.model,
 		SystemFingerprint: "fp_llmtest",
 		Choices: []completionChoice{{
-			Message:      assistantMsg{Role: "assistant", Content: text.String(), Refusal: null},
+			Message:      msg,
 			Logprobs:     null,
 			FinishReason: st.finishReason(),
 		}},
-		Usage: st.usage(int64(len(st.reply.Chunks))),
+		Usage: st.usage(int64(len(st.reply.Chunks) + len(st.calls))),
 	})
+}
+
+// argumentFragment is the size in bytes (rounded up to a rune boundary)
+// of the pieces a call's arguments are streamed in, OpenAI style.
+const argumentFragment = 7
+
+// fragments splits s into pieces of about size bytes, never inside a
+// UTF-8 sequence.
+func fragments(s string, size int) []string {
+	var out []string
+	for len(s) > 0 {
+		n := min(size, len(s))
+		for n < len(s) && !utf8.RuneStart(s[n]) {
+			n++
+		}
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return out
+}
+
+// toolCallChunks returns the deltas that stream st.calls: one delta with
+// every call whole (xAI), or per call a delta with id and name followed by
+// argument fragments (OpenAI).
+func (st *replyState) toolCallChunks() [][]toolCallDelta {
+	if len(st.calls) == 0 {
+		return nil
+	}
+	if st.reply.WholeToolCalls {
+		whole := make([]toolCallDelta, len(st.calls))
+		for i, c := range st.calls {
+			whole[i] = toolCallDelta{Index: i, ID: c.ID, Type: "function", Function: functionDelta{Name: c.Name, Arguments: c.Arguments}}
+		}
+		return [][]toolCallDelta{whole}
+	}
+	var out [][]toolCallDelta
+	for i, c := range st.calls {
+		out = append(out, []toolCallDelta{{Index: i, ID: c.ID, Type: "function", Function: functionDelta{Name: c.Name}}})
+		for _, f := range fragments(c.Arguments, argumentFragment) {
+			out = append(out, []toolCallDelta{{Index: i, Function: functionDelta{Arguments: f}}})
+		}
+	}
+	return out
 }
 
 // stream answers a request with stream true as server-sent events.
@@ -495,7 +815,7 @@ func (st *replyState) stream(includeUsage bool) {
 	}
 
 	xai := st.reply.UsageEveryChunk
-	var sent int64 // content chunks sent
+	var sent int64 // content and tool-call chunks sent
 	send := func(choices []chunkChoice, u json.RawMessage) bool {
 		if choices == nil {
 			choices = []chunkChoice{}
@@ -536,8 +856,8 @@ func (st *replyState) stream(includeUsage bool) {
 		}
 		role = ""
 	}
-	for _, c := range st.reply.Chunks {
-		if st.reply.CutAfter > 0 && sent == int64(st.reply.CutAfter) {
+	for i, c := range st.reply.Chunks {
+		if st.reply.CutAfter > 0 && i == st.reply.CutAfter {
 			panic(http.ErrAbortHandler) // drop the connection mid-stream
 		}
 		if !st.wait(c.Delay) {
@@ -545,6 +865,13 @@ func (st *replyState) stream(includeUsage bool) {
 		}
 		sent++
 		if !send(text(role, c.Text), nil) {
+			return
+		}
+		role = ""
+	}
+	for _, calls := range st.toolCallChunks() {
+		sent++
+		if !send([]chunkChoice{{Delta: delta{Role: role, ToolCalls: calls}, Logprobs: null}}, nil) {
 			return
 		}
 		role = ""
@@ -565,3 +892,6 @@ func (st *replyState) stream(includeUsage bool) {
 	fmt.Fprint(st.w, "data: [DONE]\n\n")
 	rc.Flush()
 }
+
+// BaseURL returns URL, the base URL to configure a client with.
+func (s *Server) BaseURL() string { return s.URL }

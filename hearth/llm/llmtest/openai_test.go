@@ -71,6 +71,28 @@ func deref(p *string) string {
 
 const validBody = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
 
+// toolsBody is a valid request declaring tools (a comma-separated list of
+// JSON objects).
+func toolsBody(tools string) string {
+	return `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[` + tools + `]}`
+}
+
+// messagesBody is a request with messages (a comma-separated list of JSON
+// objects).
+func messagesBody(msgs string) string {
+	return `{"model":"m","messages":[` + msgs + `]}`
+}
+
+// assistantCalls is an assistant message calling function f once per id
+// (each a JSON string).
+func assistantCalls(ids ...string) string {
+	var calls []string
+	for _, id := range ids {
+		calls = append(calls, `{"id":`+id+`,"type":"function","function":{"name":"f","arguments":"{}"}}`)
+	}
+	return `{"role":"assistant","content":null,"tool_calls":[` + strings.Join(calls, ",") + `]}`
+}
+
 func TestServerRejects(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -99,6 +121,25 @@ func TestServerRejects(t *testing.T) {
 		{"null user content", "POST", "/v1/chat/completions", key, `{"model":"m","messages":[{"role":"user","content":null}]}`, 400, "messages[0].content", ""},
 		{"stream_options without stream", "POST", "/v1/chat/completions", key, `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream_options":{"include_usage":true}}`, 400, "stream_options", ""},
 		{"stream of the wrong type", "POST", "/v1/chat/completions", key, `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":"yes"}`, 400, "", ""},
+		{"tool without type", "POST", "/v1/chat/completions", key, toolsBody(`{"function":{"name":"f"}}`), 400, "tools[0].type", ""},
+		{"tool of another type", "POST", "/v1/chat/completions", key, toolsBody(`{"type":"web_search"}`), 400, "tools[0].type", ""},
+		{"tool without function", "POST", "/v1/chat/completions", key, toolsBody(`{"type":"function"}`), 400, "tools[0].function", ""},
+		{"tool without name", "POST", "/v1/chat/completions", key, toolsBody(`{"type":"function","function":{"name":"f"}},{"type":"function","function":{"description":"d"}}`), 400, "tools[1].function.name", ""},
+		{"tool name with a dot", "POST", "/v1/chat/completions", key, toolsBody(`{"type":"function","function":{"name":"mcp.search"}}`), 400, "tools[0].function.name", ""},
+		{"tool name too long", "POST", "/v1/chat/completions", key, toolsBody(`{"type":"function","function":{"name":"` + strings.Repeat("a", 65) + `"}}`), 400, "tools[0].function.name", ""},
+		{"tool parameters not an object", "POST", "/v1/chat/completions", key, toolsBody(`{"type":"function","function":{"name":"f","parameters":[]}}`), 400, "tools[0].function.parameters", ""},
+		{"tool parameters of type string", "POST", "/v1/chat/completions", key, toolsBody(`{"type":"function","function":{"name":"f","parameters":{"type":"string"}}}`), 400, "tools[0].function.parameters", ""},
+		{"tool parameters without type", "POST", "/v1/chat/completions", key, toolsBody(`{"type":"function","function":{"name":"f","parameters":{"properties":{}}}}`), 400, "tools[0].function.parameters", ""},
+		{"too many tools", "POST", "/v1/chat/completions", key, toolsBody(strings.TrimSuffix(strings.Repeat(`{"type":"function","function":{"name":"f"}},`, 129), ",")), 400, "tools", ""},
+		{"tool result without a call", "POST", "/v1/chat/completions", key, messagesBody(`{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"c1","content":"x"}`), 400, "messages[1].role", ""},
+		{"tool result without call id", "POST", "/v1/chat/completions", key, messagesBody(`{"role":"user","content":"hi"},` + assistantCalls(`"c1"`) + `,{"role":"tool","content":"x"}`), 400, "messages[2].tool_call_id", ""},
+		{"tool result for another call", "POST", "/v1/chat/completions", key, messagesBody(`{"role":"user","content":"hi"},` + assistantCalls(`"c1"`) + `,{"role":"tool","tool_call_id":"c2","content":"x"}`), 400, "messages[2].tool_call_id", ""},
+		{"call left unanswered", "POST", "/v1/chat/completions", key, messagesBody(`{"role":"user","content":"hi"},` + assistantCalls(`"c1"`, `"c2"`) + `,{"role":"tool","tool_call_id":"c1","content":"x"},{"role":"user","content":"next"}`), 400, "messages.[3].role", ""},
+		{"conversation ends on calls", "POST", "/v1/chat/completions", key, messagesBody(`{"role":"user","content":"hi"},` + assistantCalls(`"c1"`)), 400, "messages.[2].role", ""},
+		{"tool call without id", "POST", "/v1/chat/completions", key, messagesBody(`{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}}]}`), 400, "messages[1].tool_calls[0].id", ""},
+		{"tool call without type", "POST", "/v1/chat/completions", key, messagesBody(`{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]}`), 400, "messages[1].tool_calls[0].type", ""},
+		{"tool call without arguments", "POST", "/v1/chat/completions", key, messagesBody(`{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f"}}]}`), 400, "messages[1].tool_calls[0].function.arguments", ""},
+		{"duplicate call ids", "POST", "/v1/chat/completions", key, messagesBody(`{"role":"user","content":"hi"},` + assistantCalls(`"c1"`, `"c1"`)), 400, "messages[1].tool_calls[1].id", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,15 +166,21 @@ func TestServerErrorReplies(t *testing.T) {
 	tests := []struct {
 		reply          llmtest.Reply
 		wantRetryAfter string
+		wantMs         string
 		wantType       string
+		wantCode       string
+		wantParam      string
+		wantMessage    string // substring
 	}{
-		{llmtest.Reply{Status: 429, RetryAfter: 1500 * time.Millisecond}, "2", "requests"},
-		{llmtest.Reply{Status: 429}, "", "requests"},
-		{llmtest.Reply{Status: 500}, "", "server_error"},
-		{llmtest.Reply{Status: 400}, "", "invalid_request_error"},
+		{reply: llmtest.Reply{Status: 429, RetryAfter: 1500 * time.Millisecond}, wantRetryAfter: "2", wantMs: "1500", wantType: "requests", wantCode: "rate_limit_exceeded"},
+		{reply: llmtest.Reply{Status: 429}, wantType: "requests", wantCode: "rate_limit_exceeded"},
+		{reply: llmtest.Reply{Status: 429, ErrorCode: "insufficient_quota"}, wantType: "requests", wantCode: "insufficient_quota"},
+		{reply: llmtest.Reply{Status: 500}, wantType: "server_error"},
+		{reply: llmtest.Reply{Status: 400}, wantType: "invalid_request_error"},
+		{reply: llmtest.Reply{Status: 400, ErrorCode: "context_length_exceeded"}, wantType: "invalid_request_error", wantCode: "context_length_exceeded", wantParam: "messages", wantMessage: "maximum context length"},
 	}
 	for _, tt := range tests {
-		t.Run(http.StatusText(tt.reply.Status), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d %s", tt.reply.Status, tt.reply.ErrorCode), func(t *testing.T) {
 			srv := llmtest.NewOpenAI(t, "")
 			srv.Enqueue(tt.reply)
 			res := post(t, srv, "POST", "/v1/chat/completions", "", validBody)
@@ -143,8 +190,15 @@ func TestServerErrorReplies(t *testing.T) {
 			if got := res.Header.Get("Retry-After"); got != tt.wantRetryAfter {
 				t.Errorf("Retry-After = %q, want %q", got, tt.wantRetryAfter)
 			}
-			if e := decodeError(t, res); e.Error.Type != tt.wantType {
-				t.Errorf("type = %q, want %q", e.Error.Type, tt.wantType)
+			if got := res.Header.Get("Retry-After-Ms"); got != tt.wantMs {
+				t.Errorf("retry-after-ms = %q, want %q", got, tt.wantMs)
+			}
+			e := decodeError(t, res)
+			if e.Error.Type != tt.wantType || deref(e.Error.Code) != tt.wantCode || deref(e.Error.Param) != tt.wantParam {
+				t.Errorf("error = {type:%q code:%q param:%q}, want {type:%q code:%q param:%q}", e.Error.Type, deref(e.Error.Code), deref(e.Error.Param), tt.wantType, tt.wantCode, tt.wantParam)
+			}
+			if !strings.Contains(e.Error.Message, tt.wantMessage) {
+				t.Errorf("message = %q, want it to contain %q", e.Error.Message, tt.wantMessage)
 			}
 		})
 	}
@@ -442,6 +496,10 @@ func FuzzServerRequest(f *testing.F) {
 		`{"model":"m","messages":[],"n":2}`,
 		`{"model":"m","messages":[{"role":"user","content":"hi"}],"n":3}`,
 		`{"model":null}`,
+		toolsBody(`{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}`),
+		toolsBody(`{"type":"function","function":null},{"type":null}`),
+		messagesBody(`{"role":"user","content":"hi"},` + assistantCalls(`"c1"`, `"c2"`) + `,{"role":"tool","tool_call_id":"c2","content":"x"},{"role":"tool","tool_call_id":"c1","content":"y"}`),
+		messagesBody(`{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":null}}]},{"role":"tool","tool_call_id":null}`),
 		`[]`,
 		`null`,
 		"",
@@ -469,4 +527,247 @@ func FuzzServerRequest(f *testing.F) {
 			t.Errorf("status = %d for %q, want 200 or 400", res.StatusCode, body)
 		}
 	})
+}
+
+// toolEvent is the tool-call part of a streamed chunk.
+type toolEvent struct {
+	Choices []struct {
+		Delta struct {
+			Role      string  `json:"role"`
+			Content   *string `json:"content"`
+			ToolCalls []struct {
+				Index    *int    `json:"index"`
+				ID       *string `json:"id"`
+				Type     *string `json:"type"`
+				Function struct {
+					Name      *string `json:"name"`
+					Arguments *string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+}
+
+// fragment is one tool-call delta in a readable form: "i id type name |args|"
+// with "-" for an absent field.
+func fragment(index *int, id, typ, name, args *string) string {
+	s := func(p *string) string {
+		if p == nil {
+			return "-"
+		}
+		return *p
+	}
+	i := "-"
+	if index != nil {
+		i = fmt.Sprint(*index)
+	}
+	return fmt.Sprintf("%s %s %s %s |%s|", i, s(id), s(typ), s(name), s(args))
+}
+
+func TestServerToolCallStream(t *testing.T) {
+	calls := []llmtest.ToolCall{
+		{ID: "call_a", Name: "get_weather", Arguments: `{"city":"Zürich"}`},
+		{Name: "now"},
+	}
+	tests := []struct {
+		name          string
+		reply         llmtest.Reply
+		wantChunks    [][]string // tool-call deltas per chunk that has any
+		wantFinish    string
+		wantArguments map[string]string // id → concatenated arguments
+	}{
+		{
+			name:  "fragmented",
+			reply: llmtest.Reply{ToolCalls: calls},
+			wantChunks: [][]string{
+				{"0 call_a function get_weather ||"},
+				{`0 - - - |{"city"|`},
+				{`0 - - - |:"Züri|`},
+				{`0 - - - |ch"}|`},
+				{"1 call_llmtest000001 function now ||"},
+			},
+			wantFinish:    "tool_calls",
+			wantArguments: map[string]string{"call_a": `{"city":"Zürich"}`, "call_llmtest000001": ""},
+		},
+		{
+			name:  "whole",
+			reply: llmtest.Reply{ToolCalls: calls, WholeToolCalls: true, FinishReason: "stop"},
+			wantChunks: [][]string{
+				{`0 call_a function get_weather |{"city":"Zürich"}|`, "1 call_llmtest000001 function now ||"},
+			},
+			wantFinish:    "stop",
+			wantArguments: map[string]string{"call_a": `{"city":"Zürich"}`, "call_llmtest000001": ""},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := llmtest.NewOpenAI(t, "")
+			srv.Enqueue(tt.reply)
+			res := post(t, srv, "POST", "/v1/chat/completions", "", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`)
+			events, done, err := readSSE(t, res.Body)
+			if err != nil || !done {
+				t.Fatalf("reading stream: done=%v, %v", done, err)
+			}
+			var (
+				got    [][]string
+				finish string
+				args   = make(map[string]string)
+				byIdx  = make(map[int]string)
+			)
+			for _, raw := range events {
+				var e toolEvent
+				if err := json.Unmarshal(raw, &e); err != nil {
+					t.Fatalf("event %s: %v", raw, err)
+				}
+				for _, c := range e.Choices {
+					if c.FinishReason != nil {
+						finish = *c.FinishReason
+					}
+					var frags []string
+					for _, tc := range c.Delta.ToolCalls {
+						frags = append(frags, fragment(tc.Index, tc.ID, tc.Type, tc.Function.Name, tc.Function.Arguments))
+						if tc.Index == nil {
+							continue
+						}
+						if tc.ID != nil {
+							byIdx[*tc.Index] = *tc.ID
+						}
+						if tc.Function.Arguments != nil {
+							args[byIdx[*tc.Index]] += *tc.Function.Arguments
+						}
+					}
+					if frags != nil {
+						got = append(got, frags)
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.wantChunks, got); diff != "" {
+				t.Errorf("tool-call chunks mismatch (-want +got):\n%s", diff)
+			}
+			if finish != tt.wantFinish {
+				t.Errorf("finish_reason = %q, want %q", finish, tt.wantFinish)
+			}
+			if diff := cmp.Diff(tt.wantArguments, args); diff != "" {
+				t.Errorf("arguments mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestServerToolCallCut checks CutAfter with tool calls: the calls go out,
+// the finish does not.
+func TestServerToolCallCut(t *testing.T) {
+	srv := llmtest.NewOpenAI(t, "")
+	srv.Enqueue(llmtest.Reply{Chunks: []llmtest.Chunk{{Text: "a"}}, ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "f", Arguments: "{}"}}, CutAfter: 5})
+	res := post(t, srv, "POST", "/v1/chat/completions", "", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`)
+	b, err := io.ReadAll(res.Body)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("reading a cut stream: error = %v, want io.ErrUnexpectedEOF", err)
+	}
+	if got := string(b); !strings.Contains(got, `"id":"c1"`) || strings.Contains(got, `"finish_reason":"`) || strings.Contains(got, "[DONE]") {
+		t.Errorf("cut stream = %q, want the tool call without a finish or [DONE]", got)
+	}
+}
+
+func TestServerNonStreamingToolCalls(t *testing.T) {
+	srv := llmtest.NewOpenAI(t, "")
+	srv.Enqueue(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "f", Arguments: `{"a":1}`}}})
+	res := post(t, srv, "POST", "/v1/chat/completions", "", validBody)
+	var got struct {
+		Choices []struct {
+			Message struct {
+				Role      string          `json:"role"`
+				Content   json.RawMessage `json:"content"`
+				ToolCalls []struct {
+					ID       string `json:"id"`
+					Type     string `json:"type"`
+					Function struct {
+						Name      string `json:"name"`
+						Arguments string `json:"arguments"`
+					} `json:"function"`
+				} `json:"tool_calls"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage usage `json:"usage"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Choices) != 1 {
+		t.Fatalf("got %d choices, want 1", len(got.Choices))
+	}
+	c := got.Choices[0]
+	if string(c.Message.Content) != "null" || c.FinishReason != "tool_calls" || len(c.Message.ToolCalls) != 1 {
+		t.Fatalf("choice = %+v, want content null, one tool call, finish tool_calls", c)
+	}
+	tc := c.Message.ToolCalls[0]
+	if tc.ID != "c1" || tc.Type != "function" || tc.Function.Name != "f" || tc.Function.Arguments != `{"a":1}` {
+		t.Errorf("tool call = %+v, want c1 function f {\"a\":1}", tc)
+	}
+	if got.Usage.CompletionTokens != 1 {
+		t.Errorf("completion_tokens = %d, want 1 (one tool call)", got.Usage.CompletionTokens)
+	}
+}
+
+// TestServerRecordsToolTraffic checks tools, assistant tool calls and tool
+// results are recorded normalised.
+func TestServerRecordsToolTraffic(t *testing.T) {
+	srv := llmtest.NewOpenAI(t, "")
+	body := `{"model":"m","stream":true,"messages":[
+		{"role":"system","content":"s"},
+		{"role":"user","content":"u"},
+		{"role":"assistant","content":"looking","tool_calls":[
+			{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},
+			{"id":"c2","type":"function","function":{"name":"g","arguments":""}}]},
+		{"role":"tool","tool_call_id":"c1","content":"one"},
+		{"role":"tool","tool_call_id":"c2","content":[{"type":"text","text":"error: "},{"type":"text","text":"two"}]}],
+		"tools":[
+			{"type":"function","function":{"name":"f","description":"F does f.","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}},
+			{"type":"function","function":{"name":"g"}}]}`
+	res := post(t, srv, "POST", "/v1/chat/completions", "", body)
+	if res.StatusCode != 200 {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("status %d: %s", res.StatusCode, b)
+	}
+	io.Copy(io.Discard, res.Body)
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("recorded %d requests, want 1", len(reqs))
+	}
+	got := reqs[0]
+	got.Header = nil
+	want := llmtest.RecordedRequest{
+		Model: "m",
+		Messages: []llmtest.Message{
+			{Role: "system", Content: "s"},
+			{Role: "user", Content: "u"},
+			{Role: "assistant", Content: "looking", ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "f", Arguments: `{"a":1}`}, {ID: "c2", Name: "g"}}},
+			{Role: "tool", ToolCallID: "c1", Content: "one"},
+			{Role: "tool", ToolCallID: "c2", Content: "error: two"},
+		},
+		Tools: []llmtest.Tool{
+			{Name: "f", Description: "F does f.", Parameters: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"}}}`)},
+			{Name: "g"},
+		},
+		Stream: true,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("recorded request mismatch (-want +got):\n%s", diff)
+	}
+	// Requests returns deep copies.
+	got.Messages[2].ToolCalls[0].Name = "changed"
+	got.Tools[0].Parameters[0] = 'X'
+	again := srv.Requests()[0]
+	if again.Messages[2].ToolCalls[0].Name != "f" || again.Tools[0].Parameters[0] != '{' {
+		t.Error("Requests() shares tool calls or parameters with the server")
+	}
+}
+
+func TestServerBaseURL(t *testing.T) {
+	srv := llmtest.NewOpenAI(t, "")
+	if srv.BaseURL() != srv.URL || !strings.HasSuffix(srv.URL, "/v1") {
+		t.Errorf("BaseURL() = %q, URL = %q; want equal, ending in /v1", srv.BaseURL(), srv.URL)
+	}
 }

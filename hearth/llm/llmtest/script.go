@@ -30,9 +30,10 @@ type Reply struct {
 	// stream_options.include_usage.
 	UsageEveryChunk bool
 	FinishReason    string // "" means "stop"
-	// CutAfter > 0 aborts the connection after that many content chunks
-	// (after the last one if there are fewer), with no finish_reason and
-	// no [DONE]. A non-streaming request gets its connection dropped.
+	// CutAfter > 0 aborts the connection after that many content chunks,
+	// with no finish_reason and no [DONE]. With fewer chunks, the cut comes
+	// after the last one and after any tool calls, before the finish. A
+	// non-streaming request gets its connection dropped.
 	CutAfter int
 	// Hang sends the headers of a streaming reply (nothing at all for a
 	// non-streaming one), then nothing more until the client goes away or
