@@ -8,8 +8,11 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 STATE    := $(or $(XDG_STATE_HOME),$(HOME)/.local/state)/mnemo
 FUZZTIME ?= 30s
+# Reference MCP servers (written by others) for the tool integration tests.
+MCP_NODE_DIR := $(CURDIR)/.cache/mcp-servers
+MCP_PKGS := @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
 
-.PHONY: all build run test deps vet bench bench-hearth bench-journal fuzz clean
+.PHONY: all build run test deps vet mcp-servers bench bench-hearth bench-journal bench-agent fuzz clean
 
 all: build
 
@@ -27,23 +30,34 @@ run: build
 	fi
 	@$(BIN)/mnemo
 
-deps:
+deps: mcp-servers
 	$(GO) mod download
+
+mcp-servers: $(MCP_NODE_DIR)/.installed
+
+$(MCP_NODE_DIR)/.installed: Makefile
+	@command -v npm >/dev/null || { echo "npm is needed for the MCP integration tests (apt-get install npm)"; exit 1; }
+	mkdir -p $(MCP_NODE_DIR)
+	npm install --prefix $(MCP_NODE_DIR) --no-audit --no-fund --loglevel=error $(MCP_PKGS)
+	touch $@
 
 vet:
 	$(GO) vet ./...
 
 test: deps vet
-	$(GO) test -race -count=1 -timeout 20m ./...
+	MNEMO_MCP_NODE_MODULES=$(MCP_NODE_DIR)/node_modules $(GO) test -race -count=1 -timeout 25m ./...
 
 # Benchmarks are separate from `make test`; numbers go in closing notes.
-bench: bench-hearth bench-journal
+bench: bench-hearth bench-journal bench-agent
 
 bench-hearth:
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -timeout 30m ./hearth/...
 
 bench-journal:
 	$(GO) test -run '^$$' -bench . -timeout 30m ./memory/...
+
+bench-agent:
+	$(GO) test -run '^$$' -bench . -timeout 30m ./hearth/agent/ ./hearth/tools/ ./hearth/llm/
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

@@ -1,6 +1,7 @@
 package hearth
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -174,6 +175,16 @@ func (h *Hearth) readLoop(c *client, r *ipc.Reader) {
 			reply(&ipc.Error{Code: ipc.CodeUnavailable, Message: "realtime voice is not available on this hearth yet"})
 		case *ipc.StopVoice:
 			// Nothing to end: this hearth mints no voice sessions yet.
+		case *ipc.Cancel:
+			if !h.cancel() {
+				reply(&ipc.Error{Code: ipc.CodeBadRequest, Message: "there is no reply in flight to cancel", Ref: m.Ref})
+			}
+		case *ipc.Confirm:
+			if !h.answerConfirm(m.ID, m.Approve) {
+				reply(&ipc.Error{Code: ipc.CodeBadRequest, Message: "no confirmation is waiting under that id (it may have expired)"})
+			}
+		case *ipc.Search:
+			h.search(c, m, reply)
 		case *ipc.Disconnect:
 			return
 		case *ipc.Connect:
@@ -191,3 +202,43 @@ func (h *Hearth) enqueueTurn(req turnReq, reply func(ipc.Msg)) {
 		reply(&ipc.Error{Code: ipc.CodeUnavailable, Message: "hearth is busy: too many messages are waiting; try again shortly", Ref: req.ref})
 	}
 }
+
+// search answers a client's memory search off the read loop.
+func (h *Hearth) search(c *client, m *ipc.Search, reply func(ipc.Msg)) {
+	if h.cfg.Search == nil {
+		reply(&ipc.Error{Code: ipc.CodeUnavailable, Message: "memory search is not available on this hearth", Ref: m.Ref})
+		return
+	}
+	if strings.TrimSpace(m.Query) == "" {
+		reply(&ipc.Error{Code: ipc.CodeBadRequest, Message: "search query is empty", Ref: m.Ref})
+		return
+	}
+	k := m.K
+	if k <= 0 || k > maxSearchResults {
+		k = defaultSearchResults
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), searchTimeout)
+		defer cancel()
+		hits, err := h.cfg.Search(ctx, m.Query, k)
+		if err != nil {
+			h.log.Warn("search failed", "err", err)
+			reply(&ipc.Error{Code: ipc.CodeInternal, Message: "memory search failed; details are in hearth's log", Ref: m.Ref})
+			return
+		}
+		res := &ipc.SearchResults{Ref: m.Ref, Results: make([]ipc.SearchHit, 0, len(hits))}
+		for _, hit := range hits {
+			t := ipc.Turn{ID: hit.ID, Role: hit.Role, TS: hit.TS}
+			t.Content, t.Truncated = cut(hit.Text, maxSearchSnippet)
+			res.Results = append(res.Results, ipc.SearchHit{Turn: t, Score: hit.Score})
+		}
+		reply(res)
+	}()
+}
+
+const (
+	defaultSearchResults = 10
+	maxSearchResults     = 50
+	maxSearchSnippet     = 4 << 10
+	searchTimeout        = 10 * time.Second
+)

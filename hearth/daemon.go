@@ -16,6 +16,7 @@ import (
 
 	"github.com/mnemo/mnemo/data"
 	"github.com/mnemo/mnemo/hearth/llm"
+	"github.com/mnemo/mnemo/hearth/tools"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
@@ -28,6 +29,7 @@ type DaemonOptions struct {
 	Root         string // memory root; "" = memory.DefaultDir()
 	HistoryTurns int
 	TokenFile    string // "" = ipc.TokenPath()
+	Gateway      string // gateway.json listing MCP servers; "" = $XDG_CONFIG_HOME/mnemo/gateway.json
 	Version      string
 	Getenv       func(string) string
 	Log          *slog.Logger
@@ -83,26 +85,52 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 		return err
 	}
 
+	resolver := newModelResolver(root.ReadFile, o.Getenv, log)
+	if _, err := resolver.Resolve(); errors.Is(err, llm.ErrNoProvider) {
+		log.Warn("no model provider configured: hearth serves history but cannot answer", "hint", err.Error())
+	} else if err != nil {
+		return fmt.Errorf("provider configuration: %w", err)
+	}
+
+	gateway := o.Gateway
+	if gateway == "" {
+		if gateway, err = defaultGatewayPath(); err != nil {
+			return err
+		}
+	}
+	search := tools.KeywordSearch(func(ctx context.Context, fn func(tools.Rec) error) error {
+		return j.Scan(ctx, func(r journal.Record) error { return fn(toolRec(r)) })
+	})
+	registry := tools.New(tools.Options{
+		GatewayPath: gateway,
+		Builtins: []tools.Builtin{
+			tools.CurrentTime(time.Now),
+			tools.MemorySearch(search),
+			tools.History(func(n int) ([]tools.Rec, error) {
+				recs, err := j.Tail(n)
+				out := make([]tools.Rec, len(recs))
+				for i, r := range recs {
+					out[i] = toolRec(r)
+				}
+				return out, err
+			}),
+		},
+		Log:    log,
+		Getenv: o.Getenv,
+	})
+	defer registry.Close()
+
 	cfg := Config{
 		Journal:      j,
 		Token:        token,
+		Resolve:      resolver.Resolve,
+		Tools:        registry,
+		Search:       search,
 		HistoryTurns: o.HistoryTurns,
 		Version:      o.Version,
 		Log:          log,
 		Context:      func() ([]llm.Message, error) { return sessionContext(root) },
 	}
-	pc, err := llm.ConfigFromEnv(o.Getenv)
-	switch {
-	case errors.Is(err, llm.ErrNoProvider):
-		cfg.NoModel = err
-		log.Warn("no model provider configured: hearth serves history but cannot answer", "hint", err.Error())
-	case err != nil:
-		return fmt.Errorf("provider configuration: %w", err)
-	default:
-		cfg.Model = llm.NewOpenAI(pc, nil)
-		log.Info("model provider", "provider", pc.String())
-	}
-
 	h, err := New(cfg)
 	if err != nil {
 		return err
@@ -221,4 +249,18 @@ func sessionContext(root *memory.Root) ([]llm.Message, error) {
 		b.WriteString("\n```\n")
 	}
 	return []llm.Message{{Role: "system", Content: b.String()}}, errors.Join(errs...)
+}
+
+// defaultGatewayPath is gateway.json beside the token, outside the memory
+// root: it may hold bearer tokens, which must never be committed.
+func defaultGatewayPath() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("locate config dir: %w", err)
+	}
+	return filepath.Join(dir, "mnemo", "gateway.json"), nil
+}
+
+func toolRec(r journal.Record) tools.Rec {
+	return tools.Rec{ID: r.ID, Role: r.Role, Text: r.Text, TS: r.TS}
 }

@@ -15,7 +15,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mnemo/mnemo/hearth/agent"
 	"github.com/mnemo/mnemo/hearth/llm"
+	"github.com/mnemo/mnemo/hearth/tools"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory/journal"
 )
@@ -41,6 +43,13 @@ type Config struct {
 	// NoModel says why (shown to clients, so it must be safe to display).
 	Model   Model
 	NoModel error
+	// Resolve, when set, picks the model for each turn (the owner's
+	// preference file is read every time), overriding Model.
+	Resolve func() (Model, error)
+	// Tools are offered to the model; nil offers none.
+	Tools agent.Tools
+	// Search answers clients' search requests; nil means unavailable.
+	Search func(ctx context.Context, query string, k int) ([]tools.Hit, error)
 	// Context returns the system messages injected at the start of every
 	// session (AGENT.md, the continuity anchor). It is called before the
 	// first turn of each hearth session; nil injects nothing.
@@ -54,6 +63,9 @@ type Config struct {
 	DropGrace        time.Duration // how long a dropped client may take to read why; default 5s
 	TurnQueue        int           // messages waiting for the agent; default 256
 	MaxReplyBytes    int           // a longer reply is cut short and stored incomplete; default 1 MiB
+	MaxIterations    int           // safety bound on model calls per turn; 0 = none
+	ToolTimeout      time.Duration // per tool call unless the tool sets one; default 60s
+	ConfirmTimeout   time.Duration // how long a confirm tool waits for the owner; default 2m
 	HandshakeTimeout time.Duration // default 10s
 	ShutdownGrace    time.Duration // how long a turn in flight may finish on shutdown; default 10s
 	Version          string        // reported in history
@@ -78,6 +90,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DropGrace <= 0 {
 		c.DropGrace = 5 * time.Second
+	}
+	if c.ConfirmTimeout <= 0 {
+		c.ConfirmTimeout = 2 * time.Minute
 	}
 	if c.MaxReplyBytes <= 0 {
 		c.MaxReplyBytes = 1 << 20
@@ -117,6 +132,12 @@ type Hearth struct {
 	state   string
 	pending strings.Builder // the reply streaming now
 	closing bool
+	// cancelTurn cancels the turn in flight; nil when idle.
+	cancelTurn context.CancelCauseFunc
+	// confirms holds the answer channels of pending confirmations.
+	confirms map[string]chan bool
+	// current is the model of the latest turn, reported in history.
+	current Model
 }
 
 // turnReq is a message or transcript waiting its turn.
@@ -140,15 +161,18 @@ func New(cfg Config) (*Hearth, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hearth: read journal: %w", err)
 	}
-	return &Hearth{
-		cfg:     cfg,
-		log:     cfg.Log,
-		turns:   make(chan turnReq, cfg.TurnQueue),
-		clients: make(map[*client]struct{}),
-		recent:  recent,
-		keep:    keep,
-		state:   ipc.StateIdle,
-	}, nil
+	h := &Hearth{
+		cfg:      cfg,
+		log:      cfg.Log,
+		turns:    make(chan turnReq, cfg.TurnQueue),
+		clients:  make(map[*client]struct{}),
+		recent:   recent,
+		keep:     keep,
+		confirms: make(map[string]chan bool),
+		state:    ipc.StateIdle,
+	}
+	h.current, _ = h.model()
+	return h, nil
 }
 
 // Run serves clients on ln until ctx ends, then shuts down in order: stop
@@ -276,129 +300,11 @@ func (h *Hearth) store(ctx context.Context, req turnReq) (journal.Record, bool) 
 	return rec, true
 }
 
-func (h *Hearth) handleTurn(ctx context.Context, req turnReq, system []llm.Message) {
-	if _, ok := h.store(ctx, req); !ok {
-		return
-	}
-	if req.rec.Role != ipc.RoleUser || req.rec.Mode != ipc.ModeText {
-		return // transcripts are history, not questions: voice answers them
-	}
-	if h.cfg.Model == nil {
-		msg := "no model provider is configured"
-		if h.cfg.NoModel != nil {
-			msg = h.cfg.NoModel.Error()
-		}
-		h.broadcast(&ipc.Error{Code: ipc.CodeNoProvider, Message: msg, Ref: req.ref})
-		return
-	}
-	h.reply(ctx, req.ref, system)
-}
-
-// reply streams the model's answer to every client and stores it.
-func (h *Hearth) reply(ctx context.Context, ref string, system []llm.Message) {
-	h.setState(ipc.StateThinking)
-	defer h.setState(ipc.StateIdle)
-
-	h.mu.Lock()
-	msgs := make([]llm.Message, 0, len(system)+len(h.recent))
-	msgs = append(msgs, system...)
-	start := max(0, len(h.recent)-h.cfg.ContextTurns)
-	for _, r := range h.recent[start:] {
-		msgs = append(msgs, llmMessage(r))
-	}
-	h.pending.Reset()
-	h.mu.Unlock()
-
-	// A runaway stream is cut at MaxReplyBytes: memory stays bounded and
-	// the reply still fits one journal record.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	streamed := 0
-	resp, err := h.cfg.Model.Stream(ctx, llm.Request{Messages: msgs}, func(s string) {
-		if streamed += len(s); streamed > h.cfg.MaxReplyBytes {
-			cancel(errReplyTooLong)
-			return
-		}
-		h.streamToken(s)
-	})
-
-	h.mu.Lock()
-	text := h.pending.String()
-	h.pending.Reset()
-	h.mu.Unlock()
-	if err == nil && resp.Text != "" {
-		text = resp.Text
-	}
-	if errors.Is(context.Cause(ctx), errReplyTooLong) {
-		err = errReplyTooLong
-	}
-	if err != nil && text == "" {
-		h.log.Error("model call failed", "provider", h.cfg.Model.Name(), "err", err)
-		h.broadcast(providerError(ref, err))
-		return
-	}
-	model := resp.Model
-	if model == "" {
-		model = h.cfg.Model.Model()
-	}
-	rec := journal.Record{Role: ipc.RoleAgent, Text: text, Mode: ipc.ModeText, Model: model, Incomplete: err != nil}
-	// The reply is stored even when the turn was cancelled by shutdown.
-	stored, aerr := h.cfg.Journal.Append(context.WithoutCancel(ctx), rec)
-	if aerr != nil {
-		h.log.Error("journal append failed", "err", aerr)
-		h.broadcast(&ipc.Error{Code: ipc.CodeInternal, Message: "hearth could not store the reply", Ref: ref})
-		return
-	}
-	done := &ipc.Done{Turn: wireTurn(stored), Model: model}
-	if resp.Usage != nil {
-		done.Usage = &ipc.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}
-	}
-	h.mu.Lock()
-	h.rememberLocked(stored)
-	h.broadcastLocked(done)
-	h.mu.Unlock()
-	if err != nil {
-		h.log.Error("model reply cut short", "provider", h.cfg.Model.Name(), "err", err)
-		h.broadcast(providerError(ref, err))
-	}
-}
-
-var errReplyTooLong = errors.New("reply exceeded MaxReplyBytes")
-
-// providerError maps a failed model call to a fixed message that is safe to
-// show; the details stay in the log.
-func providerError(ref string, err error) *ipc.Error {
-	msg := "the model provider failed to answer; details are in hearth's log"
-	if errors.Is(err, errReplyTooLong) {
-		msg = "the reply grew past hearth's size limit and was cut short"
-	}
-	return &ipc.Error{Code: ipc.CodeProviderError, Message: msg, Ref: ref}
-}
-
-func (h *Hearth) streamToken(s string) {
-	if s == "" {
-		return
-	}
-	frame, err := ipc.Encode(&ipc.Token{Content: s})
-	if err != nil {
-		h.log.Error("encode token", "err", err)
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.pending.WriteString(s)
-	for c := range h.clients {
-		if !c.sendToken(s, frame) {
-			h.dropLocked(c, errSlowClient)
-		}
-	}
-}
-
-func (h *Hearth) setState(s string) {
+func (h *Hearth) setState(s, detail string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.state = s
-	h.broadcastLocked(&ipc.Status{State: s})
+	h.broadcastLocked(&ipc.Status{State: s, Detail: detail})
 }
 
 // rememberLocked keeps rec among the recent turns.
@@ -456,23 +362,45 @@ func (h *Hearth) snapshotLocked() *ipc.History {
 	for i, r := range turns {
 		hist.Turns[i] = wireTurn(r)
 	}
-	if h.cfg.Model != nil {
-		hist.Provider = h.cfg.Model.Name()
-		hist.Model = h.cfg.Model.Model()
+	if h.current != nil {
+		hist.Provider = h.current.Name()
+		hist.Model = h.current.Model()
 	}
 	return hist
 }
 
 func wireTurn(r journal.Record) ipc.Turn {
-	t := ipc.Turn{ID: r.ID, Role: r.Role, Content: r.Text, TS: r.TS, Mode: r.Mode, Incomplete: r.Incomplete}
-	if len(t.Content) > ipc.MaxTurnContent {
-		cut := ipc.MaxTurnContent
-		for cut > 0 && !utf8.RuneStart(t.Content[cut]) {
-			cut--
+	t := ipc.Turn{ID: r.ID, Role: r.Role, TS: r.TS, Mode: r.Mode, Incomplete: r.Incomplete}
+	t.Content, t.Truncated = cut(r.Text, ipc.MaxTurnContent)
+	for _, c := range r.ToolCalls {
+		t.ToolCalls = append(t.ToolCalls, ipc.ToolCall{ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Arguments), Reason: c.Reason})
+	}
+	if tr := r.Tool; tr != nil {
+		res := &ipc.ToolResult{ID: tr.CallID, Name: tr.Name, Arguments: rawArgs(tr.Arguments), Reason: tr.Reason, DurationMS: tr.DurationMS, Confirmed: tr.Confirmed}
+		if tr.Error != "" {
+			res.Error, _ = cut(tr.Error, maxToolSummary)
+		} else {
+			res.Result, _ = cut(r.Text, maxToolSummary)
 		}
-		t.Content, t.Truncated = t.Content[:cut], true
+		t.Tool = res
+		t.Content, t.Truncated = "", false // the outcome is in Tool
 	}
 	return t
+}
+
+// maxToolSummary bounds a tool's result or error as clients see it; the
+// model and the journal get all of it.
+const maxToolSummary = 2 << 10
+
+// cut shortens s to at most n bytes on a rune boundary.
+func cut(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
 }
 
 // historyFrameLocked encodes the snapshot for a new client, dropping the
@@ -493,12 +421,4 @@ func (h *Hearth) historyFrameLocked() ([]byte, error) {
 			return nil, err
 		}
 	}
-}
-
-func llmMessage(r journal.Record) llm.Message {
-	role := "user"
-	if r.Role == ipc.RoleAgent {
-		role = "assistant"
-	}
-	return llm.Message{Role: role, Content: r.Text}
 }

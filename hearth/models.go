@@ -43,6 +43,9 @@ type modelResolver struct {
 }
 
 func newModelResolver(readFile func(string) ([]byte, error), getenv func(string) string, log *slog.Logger) *modelResolver {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &modelResolver{readFile: readFile, getenv: getenv, hc: &http.Client{}, log: log, cache: make(map[string]Model)}
 }
 
@@ -103,7 +106,7 @@ func newModel(cfg llm.Config, hc *http.Client, log *slog.Logger) (Model, error) 
 	var m llm.Streamer
 	switch {
 	case cfg.Provider == llm.ProviderXAI && cfg.API != llm.APIChat:
-		m = llm.NewResponses(cfg, hc)
+		m = llm.NewResponses(cfg, hc).WithLogger(log)
 	case cfg.Provider == llm.ProviderXAI, cfg.Provider == llm.ProviderOpenAI:
 		m = llm.NewOpenAI(cfg, hc)
 	case cfg.Provider == llm.ProviderAnthropic:

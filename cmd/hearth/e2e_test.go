@@ -54,6 +54,7 @@ func TestMain(m *testing.M) {
 type daemon struct {
 	cmd  *exec.Cmd
 	addr string
+	root string
 	done chan error
 	mu   sync.Mutex
 	log  bytes.Buffer
@@ -80,7 +81,7 @@ func startDaemon(t *testing.T, root string, env []string, args ...string) *daemo
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{cmd: cmd, done: make(chan error, 1)}
+	d := &daemon{cmd: cmd, root: root, done: make(chan error, 1)}
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -331,7 +332,7 @@ func TestProviderDown(t *testing.T) {
 
 func TestXAIStyleStream(t *testing.T) {
 	model := llmtest.NewOpenAI(t, "xai-key")
-	d := startDaemon(t, t.TempDir(), []string{"XAI_API_KEY=xai-key", "XAI_BASE_URL=" + model.URL})
+	d := startDaemon(t, t.TempDir(), []string{"XAI_API_KEY=xai-key", "XAI_BASE_URL=" + model.URL, "MNEMO_XAI_API=chat"})
 	model.Enqueue(llmtest.Reply{UsageEveryChunk: true, Chunks: []llmtest.Chunk{{Text: "grok "}, {Text: "says hi"}}})
 	c := mustDial(t, d.addr)
 	if p := c.History().Provider; p != "xai" {
@@ -360,13 +361,27 @@ func TestSlowClientDropped(t *testing.T) {
 	fmt.Fprintf(slow, `{"type":"connect","token":%q}`+"\n", token)
 	fast := mustDial(t, d.addr)
 
-	// Twelve replies of 1000 KiB (each under hearth's 1 MiB reply cap),
+	// The stuck client starts reading again as soon as hearth drops it,
+	// well within hearth's 5 s grace, so it can read why it was dropped.
+	slowGot := make(chan []byte, 1)
+	go func() {
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+			if strings.Contains(d.logText(), "dropping client") {
+				break
+			}
+		}
+		slow.SetReadDeadline(time.Now().Add(20 * time.Second))
+		all, _ := io.ReadAll(slow)
+		slowGot <- all
+	}()
+
+	// Twelve replies of 960 KiB (each under hearth's 1 MiB reply cap),
 	// paced so that a reading client keeps up, outgrow the stuck client's
 	// 4 MiB budget and its socket buffers.
-	const turns, n, size = 12, 250, 4 << 10
+	const turns, n, size = 12, 60, 16 << 10
 	chunks := make([]llmtest.Chunk, n)
 	for i := range chunks {
-		chunks[i] = llmtest.Chunk{Text: strings.Repeat(string(rune('a'+i%26)), size), Delay: time.Millisecond}
+		chunks[i] = llmtest.Chunk{Text: strings.Repeat(string(rune('a'+i%26)), size), Delay: 2 * time.Millisecond}
 	}
 	for i := range turns {
 		model.Enqueue(llmtest.Reply{Chunks: chunks})
@@ -379,10 +394,7 @@ func TestSlowClientDropped(t *testing.T) {
 			break // the slow client is out; the rest would prove nothing new
 		}
 	}
-	// The stuck client, reading again within hearth's 5 s grace, gets
-	// slow_client at the end of its stream, then EOF.
-	slow.SetReadDeadline(time.Now().Add(20 * time.Second))
-	all, _ := io.ReadAll(slow)
+	all := <-slowGot
 	lines := strings.Split(strings.TrimSpace(string(all)), "\n")
 	if last := lines[len(lines)-1]; !strings.Contains(last, `"slow_client"`) {
 		t.Errorf("slow client's last line = %.200q, want a slow_client error", last)

@@ -30,6 +30,7 @@ func run() error {
 	flag.BoolVar(&o.ListenRemote, "listen-remote", false, "allow a non-loopback -addr (requires APP_AUTH_TOKEN)")
 	flag.StringVar(&o.Root, "root", "", "memory root directory (default $XDG_DATA_HOME/mnemo)")
 	flag.IntVar(&o.HistoryTurns, "history", 50, "turns sent to a client when it connects")
+	flag.StringVar(&o.Gateway, "gateway", "", "gateway.json listing MCP servers (default $XDG_CONFIG_HOME/mnemo/gateway.json)")
 	flag.StringVar(&o.TokenFile, "token-file", "", "auth token file, used when APP_AUTH_TOKEN is unset (default $XDG_CONFIG_HOME/mnemo/token)")
 	level := flag.String("log-level", "info", "log level: debug, info, warn, error")
 	flag.Parse()

@@ -196,10 +196,10 @@ func runCall(ctx context.Context, ts Tools, cfg Config, c Call, obs Observer) Ou
 		return out
 	}
 	if c.Spec.Name == "" {
-		return fail("error: there is no tool named %q", c.Name)
+		return fail("there is no tool named %q", c.Name)
 	}
 	if !json.Valid(c.Args) {
-		return fail("error: the arguments are not valid JSON; send a JSON object matching the tool's schema")
+		return fail("the arguments are not valid JSON; send a JSON object matching the tool's schema")
 	}
 	if c.Reason == "" {
 		cfg.Log.Warn("tool call without a reason", "tool", c.Name)
@@ -211,7 +211,7 @@ func runCall(ctx context.Context, ts Tools, cfg Config, c Call, obs Observer) Ou
 			cfg.Log.Info("confirmation not given", "tool", c.Name, "err", err)
 		}
 		if !ok {
-			return fail("error: the owner did not approve this call; do not retry it unless they ask")
+			return fail("the owner did not approve this call; do not retry it unless they ask")
 		}
 	}
 	obs.ToolStart(c)
@@ -226,10 +226,10 @@ func runCall(ctx context.Context, ts Tools, cfg Config, c Call, obs Observer) Ou
 	out.Duration = time.Since(start)
 	switch {
 	case err != nil && callCtx.Err() != nil && ctx.Err() == nil:
-		return fail("error: the tool did not answer within %s", timeout)
+		return fail("the tool did not answer within %s", timeout)
 	case err != nil:
 		cfg.Log.Warn("tool call failed", "tool", c.Name, "err", err)
-		return fail("error: the tool failed: %v", err)
+		return fail("the tool failed: %v", err)
 	}
 	out.Result = r
 	return out

@@ -174,8 +174,8 @@ func TestRun(t *testing.T) {
 			},
 			wantText: "sorry",
 			wantEvents: []string{`step "" nope(),root(x)`,
-				`done nope error=true: error: there is no tool named "nope"`,
-				`done root error=true: error: there is no tool named "root"`, "text sorry"},
+				`done nope error=true: there is no tool named "nope"`,
+				`done root error=true: there is no tool named "root"`, "text sorry"},
 		},
 		{
 			name: "invalid arguments",
@@ -185,7 +185,7 @@ func TestRun(t *testing.T) {
 			},
 			wantText: "ok",
 			wantEvents: []string{`step "" echo()`,
-				"done echo error=true: error: the arguments are not valid JSON; send a JSON object matching the tool's schema", "text ok"},
+				"done echo error=true: the arguments are not valid JSON; send a JSON object matching the tool's schema", "text ok"},
 		},
 		{
 			name: "confirm declined",
@@ -195,7 +195,7 @@ func TestRun(t *testing.T) {
 			},
 			wantText: "fine",
 			wantEvents: []string{`step "" write(save)`, "confirm?",
-				"done write error=true confirmed=false: error: the owner did not approve this call; do not retry it unless they ask", "text fine"},
+				"done write error=true confirmed=false: the owner did not approve this call; do not retry it unless they ask", "text fine"},
 		},
 		{
 			name: "confirm approved",
@@ -320,7 +320,7 @@ func TestToolTimeoutIsAnErrorResult(t *testing.T) {
 		if err != nil || res.Text != "moving on" {
 			t.Fatalf("Run = %q, %v", res.Text, err)
 		}
-		if want := "done slow error=true: error: the tool did not answer within 5s"; rec.events[2] != want {
+		if want := "done slow error=true: the tool did not answer within 5s"; rec.events[2] != want {
 			t.Errorf("event = %q, want %q", rec.events[2], want)
 		}
 	})
