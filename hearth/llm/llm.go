@@ -53,14 +53,6 @@ const (
 	DefaultTimeout       = 5 * time.Minute
 )
 
-// Anthropic settings ConfigFromEnv uses when the environment names no
-// model or base URL. (The adapter's own defaults, for a Config built by
-// hand, are in anthropic.go.)
-const (
-	envAnthropicModel   = "claude-sonnet-4-5"
-	envAnthropicBaseURL = "https://api.anthropic.com"
-)
-
 // Message is one message of a conversation sent to a model.
 type Message struct {
 	Role    string // RoleSystem, RoleUser, RoleAssistant or RoleTool
@@ -178,7 +170,7 @@ var ErrNoProvider = errors.New("no model provider is configured: set XAI_API_KEY
 //     set, else OpenAI-compatible if OPENAI_BASE_URL or OPENAI_API_KEY is
 //     set.
 //   - MNEMO_MODEL: the model; defaults to DefaultXAIModel,
-//     "claude-sonnet-4-5" or DefaultOpenAIModel (Ollama and llama.cpp users
+//     DefaultAnthropicModel or DefaultOpenAIModel (Ollama and llama.cpp users
 //     set it).
 //   - MNEMO_MODEL_TIMEOUT: the per-call timeout as a Go duration ("90s",
 //     "10m"); unset means DefaultTimeout.
@@ -238,7 +230,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		if anthropicKey == "" {
 			return Config{}, errors.New("MNEMO_PROVIDER=anthropic but ANTHROPIC_API_KEY is not set")
 		}
-		c = Config{Provider: ProviderAnthropic, Model: envAnthropicModel, BaseURL: cmp.Or(anthropicBase, envAnthropicBaseURL), APIKey: anthropicKey}
+		c = Config{Provider: ProviderAnthropic, Model: DefaultAnthropicModel, BaseURL: cmp.Or(anthropicBase, DefaultAnthropicBaseURL), APIKey: anthropicKey}
 		if err := checkBaseURL(c.BaseURL); err != nil {
 			return Config{}, fmt.Errorf("ANTHROPIC_BASE_URL: %w", err)
 		}

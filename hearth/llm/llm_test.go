@@ -87,7 +87,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{
 			name: "anthropic key only",
 			env:  map[string]string{"ANTHROPIC_API_KEY": anthropicKey},
-			want: llm.Config{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "https://api.anthropic.com", APIKey: anthropicKey},
+			want: llm.Config{Provider: "anthropic", Model: llm.DefaultAnthropicModel, BaseURL: "https://api.anthropic.com", APIKey: anthropicKey},
 		},
 		{
 			name: "anthropic with model and base URL",
@@ -102,12 +102,12 @@ func TestConfigFromEnv(t *testing.T) {
 		{
 			name: "anthropic key wins over openai variables",
 			env:  map[string]string{"ANTHROPIC_API_KEY": anthropicKey, "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": "http://localhost:11434/v1"},
-			want: llm.Config{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "https://api.anthropic.com", APIKey: anthropicKey},
+			want: llm.Config{Provider: "anthropic", Model: llm.DefaultAnthropicModel, BaseURL: "https://api.anthropic.com", APIKey: anthropicKey},
 		},
 		{
 			name: "explicit anthropic over an xai key",
 			env:  map[string]string{"MNEMO_PROVIDER": "Anthropic", "XAI_API_KEY": secretKey, "ANTHROPIC_API_KEY": anthropicKey},
-			want: llm.Config{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "https://api.anthropic.com", APIKey: anthropicKey},
+			want: llm.Config{Provider: "anthropic", Model: llm.DefaultAnthropicModel, BaseURL: "https://api.anthropic.com", APIKey: anthropicKey},
 		},
 		{
 			name:    "explicit anthropic without key",
@@ -167,7 +167,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{
 			name: "model timeout for anthropic",
 			env:  map[string]string{"ANTHROPIC_API_KEY": anthropicKey, "MNEMO_MODEL_TIMEOUT": "1m30s"},
-			want: llm.Config{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "https://api.anthropic.com", APIKey: anthropicKey, Timeout: 90 * time.Second},
+			want: llm.Config{Provider: "anthropic", Model: llm.DefaultAnthropicModel, BaseURL: "https://api.anthropic.com", APIKey: anthropicKey, Timeout: 90 * time.Second},
 		},
 		{
 			name:    "model timeout without a unit",
@@ -249,7 +249,7 @@ func TestConfigString(t *testing.T) {
 		{llm.Config{Provider: "xai", Model: "grok-4.3", BaseURL: "https://api.x.ai/v1", APIKey: secretKey}, "xai model=grok-4.3 base=https://api.x.ai/v1"},
 		{llm.Config{Provider: "openai", Model: "llama3.2", BaseURL: "http://localhost:11434/v1"}, "openai model=llama3.2 base=http://localhost:11434/v1"},
 		{llm.Config{Provider: "openai", Model: "m", BaseURL: "https://user:" + secretKey + "@proxy.example/v1", APIKey: secretKey}, "openai model=m base=https://user:xxxxx@proxy.example/v1"},
-		{llm.Config{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "https://api.anthropic.com", APIKey: anthropicKey}, "anthropic model=claude-sonnet-4-5 base=https://api.anthropic.com"},
+		{llm.Config{Provider: "anthropic", Model: llm.DefaultAnthropicModel, BaseURL: "https://api.anthropic.com", APIKey: anthropicKey}, "anthropic model=claude-sonnet-5-5 base=https://api.anthropic.com"},
 		{llm.Config{}, "none"},
 	}
 	for _, tt := range tests {
