@@ -1,0 +1,92 @@
+// Package recall is mnemo's semantic memory: documents (conversation turns
+// and tool results) kept in an index with a lexical and a vector side,
+// searched with hybrid retrieval (lexical + vector + recency + salience,
+// fused and diversified), and assembled into context under a token budget.
+//
+// The journal is the truth: every index can be dropped and rebuilt from it.
+// Backends (embedded, Qdrant) implement Index; embedders implement
+// Embedder. Both are defined here, by their consumer.
+package recall
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Kinds of Doc.
+const (
+	KindTurn = "turn" // a conversation turn (user or agent, text or voice)
+	KindTool = "tool" // a tool call and its result
+)
+
+// Doc is one indexed unit.
+type Doc struct {
+	ID      string    // stable: the journal record id, or "<record id>#<n>" for a chunk of a long record
+	Kind    string    // KindTurn or KindTool
+	Role    string    // "user", "agent" or "tool" (LoCoMo: the speaker's name)
+	Mode    string    // "text" or "voice"
+	Channel string    // where it came from: "chat", "voice", a tool's name
+	Session string    // the group it belongs to (hearth: the conversation id; LoCoMo: the sample id)
+	Text    string    // what is indexed and returned
+	TS      time.Time // when it was said
+	// Salience in [0, 1] boosts a document regardless of the query
+	// (confirmed facts, pinned memories); 0 is neutral.
+	Salience float32
+}
+
+// Filter narrows a search. Zero fields do not filter.
+type Filter struct {
+	Kinds   []string
+	Roles   []string
+	Session string
+	Since   time.Time // TS >= Since
+	Until   time.Time // TS < Until
+}
+
+// Scored is a document id with a backend's score (higher is better).
+type Scored struct {
+	ID    string
+	Score float32
+}
+
+// Index stores documents for lexical and vector search. It is safe for
+// concurrent use. Implementations: memory/recall/embedded (the default) and
+// memory/recall/qdrant.
+type Index interface {
+	// Upsert stores docs, replacing any with the same id. vecs is nil (a
+	// lexical-only index) or holds one embedding per doc, each of the
+	// index's dimension.
+	Upsert(ctx context.Context, docs []Doc, vecs [][]float32) error
+	Delete(ctx context.Context, ids []string) error
+	// Lexical ranks documents by BM25 over Tokens(query).
+	Lexical(ctx context.Context, query string, k int, f Filter) ([]Scored, error)
+	// Vector ranks documents by cosine similarity to vec.
+	Vector(ctx context.Context, vec []float32, k int, f Filter) ([]Scored, error)
+	// Docs returns the stored documents with those ids, in that order,
+	// skipping ids that are not stored.
+	Docs(ctx context.Context, ids []string) ([]Doc, error)
+	Count(ctx context.Context) (int, error)
+	// Meta and SetMeta keep small state with the index: the indexer's
+	// journal cursor, the embedder's identity.
+	Meta(ctx context.Context, key string) (value string, ok bool, err error)
+	SetMeta(ctx context.Context, key, value string) error
+	// Reset drops every document, vector and meta value.
+	Reset(ctx context.Context) error
+	Close() error
+}
+
+// Embedder turns texts into vectors. Its Name identifies the model and the
+// dimension: a stored vector is tagged with it, and a change of embedder
+// re-embeds everything rather than mixing vectors.
+type Embedder interface {
+	Name() string
+	Dim() int
+	// Embed returns one vector per text, in order. Query embeddings go
+	// through the same call (prefix queries yourself if a model wants it).
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// ErrDimension is returned by Upsert and Vector for a vector whose length
+// is not the index's dimension.
+var ErrDimension = errors.New("recall: vector dimension does not match the index")
