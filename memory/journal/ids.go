@@ -66,3 +66,12 @@ func increment(b []byte) bool {
 func parseID(s string) (ulid.ULID, error) {
 	return ulid.ParseStrict(s)
 }
+
+// idTime is the time encoded in a record id, if it is a ULID.
+func idTime(id string) (time.Time, bool) {
+	u, err := parseID(id)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return ulid.Time(u.Time()), true
+}

@@ -791,3 +791,43 @@ func appendBytes(t *testing.T, path string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+func TestScanAfter(t *testing.T) {
+	dir := t.TempDir()
+	day := time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)
+	now := day
+	j, err := journal.Open(dir, journal.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var ids []string
+	for i := range 6 {
+		now = day.Add(time.Duration(i) * 12 * time.Hour) // spans four shards
+		rec, err := j.Append(context.Background(), journal.Record{Role: "user", Text: fmt.Sprint(i), Mode: "text"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, rec.ID)
+	}
+	for _, tt := range []struct {
+		after string
+		want  []string
+	}{
+		{"", ids},
+		{ids[0], ids[1:]},
+		{ids[3], ids[4:]},
+		{ids[5], nil},
+	} {
+		var got []string
+		if err := j.ScanAfter(context.Background(), tt.after, func(r journal.Record) error {
+			got = append(got, r.ID)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("ScanAfter(%q) (-want +got):\n%s", tt.after, diff)
+		}
+	}
+}

@@ -55,18 +55,34 @@ func (j *Journal) Tail(n int) ([]Record, error) {
 // returns, the first error from fn, or the error of ctx once it is done.
 // Records appended concurrently may or may not be included.
 func (j *Journal) Scan(ctx context.Context, fn func(Record) error) error {
+	return j.ScanAfter(ctx, "", fn)
+}
+
+// ScanAfter calls fn, oldest first, for every valid record whose ID sorts
+// after id ("" means all), reading only the shards that can hold them: a
+// record's shard is the UTC day of its append, which its ULID's time gives
+// (a day of slack covers clocks that stepped back). It is how an indexer
+// resumes from its cursor without rereading the whole journal.
+func (j *Journal) ScanAfter(ctx context.Context, id string, fn func(Record) error) error {
 	shards, err := j.snapshot()
 	if err != nil {
 		return err
 	}
+	from := ""
+	if t, ok := idTime(id); ok {
+		from = t.UTC().AddDate(0, 0, -1).Format(dateLayout) + shardExt
+	}
 	for _, s := range shards {
+		if s.name < from {
+			continue
+		}
 		err := j.readShard(s, func(f *os.File, path string, size int64) error {
 			return forwardLines(io.NewSectionReader(f, 0, size), func(lineNo int, line []byte, tooLong bool) error {
 				if err := ctx.Err(); err != nil {
 					return fmt.Errorf("journal: scan: %w", err)
 				}
 				rec, ok := j.record(path, "line", lineNo, line, tooLong)
-				if !ok {
+				if !ok || (id != "" && rec.ID <= id) {
 					return nil
 				}
 				return fn(rec)

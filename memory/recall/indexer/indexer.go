@@ -1,0 +1,372 @@
+// Package indexer keeps a recall index up to date with the journal, off the
+// reply path. A cursor (the id of the last indexed record, stored with the
+// index) makes it resume after a restart, an embedder outage or an index
+// outage with nothing missed and nothing indexed twice. Chat never waits
+// on it and never fails because of it.
+package indexer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/mnemo/mnemo/memory/journal"
+	"github.com/mnemo/mnemo/memory/recall"
+)
+
+// Meta keys the indexer keeps in the index.
+const (
+	MetaCursor   = "indexer.cursor"   // id of the last indexed journal record
+	MetaEmbedder = "indexer.embedder" // Name of the embedder that made the vectors ("" = lexical only)
+)
+
+// InjectedSentinel marks context hearth injected into a prompt; text that
+// carries it is never harvested back into memory.
+const InjectedSentinel = "<!-- mnemo:injected -->"
+
+// ChunkBytes bounds the text of one document; longer records are split.
+const ChunkBytes = 4 << 10
+
+// maxChunks bounds how much of one enormous record is indexed.
+const maxChunks = 64
+
+// Journal is the part of *journal.Journal the indexer reads.
+type Journal interface {
+	ScanAfter(ctx context.Context, id string, fn func(journal.Record) error) error
+}
+
+// Options configure an Indexer.
+type Options struct {
+	Journal  Journal
+	Index    recall.Index
+	Embedder recall.Embedder // nil: lexical only
+	Session  string          // Doc.Session of every document (the conversation id)
+	Batch    int             // records per embed+upsert, default 128
+	// Backoff after a failure doubles from MinBackoff to MaxBackoff
+	// (defaults 1s and 2m).
+	MinBackoff, MaxBackoff time.Duration
+	// Poll is how often it looks for records it was not told about
+	// (default 1m).
+	Poll time.Duration
+	Log  *slog.Logger
+}
+
+// Status is what the indexer reports for health.
+type Status struct {
+	Cursor    string    // last indexed record
+	Latest    string    // newest record it knows of
+	Lag       time.Duration
+	Indexed   int // documents written since start
+	Skipped   int // records skipped (empty, injected), since start
+	Failures  int // consecutive failures
+	LastError string
+	RetryAt   time.Time
+}
+
+// Indexer runs until its context ends.
+type Indexer struct {
+	opts Options
+	wake chan struct{}
+
+	mu     sync.Mutex
+	status Status
+}
+
+// New returns an indexer; nothing happens until Run.
+func New(opts Options) *Indexer {
+	if opts.Batch <= 0 {
+		opts.Batch = 128
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = time.Second
+	}
+	if opts.MaxBackoff < opts.MinBackoff {
+		opts.MaxBackoff = max(2*time.Minute, opts.MinBackoff)
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Minute
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Indexer{opts: opts, wake: make(chan struct{}, 1)}
+}
+
+// Notify tells the indexer a record was appended. It never blocks.
+func (ix *Indexer) Notify(id string) {
+	ix.mu.Lock()
+	if id > ix.status.Latest {
+		ix.status.Latest = id
+		ix.status.Lag = lag(ix.status.Cursor, id)
+	}
+	ix.mu.Unlock()
+	select {
+	case ix.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Status reports progress and the last failure.
+func (ix *Indexer) Status() Status {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.status
+}
+
+// Run indexes what the journal holds beyond the cursor, then waits for
+// Notify (or Poll) and does it again, backing off after failures, until
+// ctx ends.
+func (ix *Indexer) Run(ctx context.Context) error {
+	backoff := ix.opts.MinBackoff
+	for {
+		err := ix.CatchUp(ctx)
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		wait := ix.opts.Poll
+		if err != nil {
+			wait = backoff
+			backoff = min(2*backoff, ix.opts.MaxBackoff)
+			ix.mu.Lock()
+			ix.status.Failures++
+			ix.status.LastError = err.Error()
+			ix.status.RetryAt = time.Now().Add(wait)
+			ix.mu.Unlock()
+			ix.opts.Log.Warn("indexing failed; will retry", "err", err, "retry", wait)
+		} else {
+			backoff = ix.opts.MinBackoff
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-ix.wake:
+			t.Stop()
+			if err != nil {
+				// A failure waits out its backoff even when new turns
+				// arrive: a dead embedder is not hammered.
+				ix.sleep(ctx, time.Until(ix.Status().RetryAt))
+			}
+		case <-t.C:
+		}
+	}
+}
+
+func (ix *Indexer) sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// CatchUp indexes every record after the cursor, a batch at a time,
+// advancing the cursor only after a batch is stored.
+func (ix *Indexer) CatchUp(ctx context.Context) error {
+	idx := ix.opts.Index
+	if err := ix.checkEmbedder(ctx); err != nil {
+		return err
+	}
+	cursor, _, err := idx.Meta(ctx, MetaCursor)
+	if err != nil {
+		return fmt.Errorf("read cursor: %w", err)
+	}
+	ix.setCursor(cursor)
+
+	var batch []journal.Record
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		n, skipped, err := ix.store(ctx, batch)
+		if err != nil {
+			return err
+		}
+		last := batch[len(batch)-1].ID
+		if err := idx.SetMeta(ctx, MetaCursor, last); err != nil {
+			return fmt.Errorf("save cursor: %w", err)
+		}
+		ix.mu.Lock()
+		ix.status.Indexed += n
+		ix.status.Skipped += skipped
+		ix.status.Failures = 0
+		ix.status.LastError = ""
+		ix.status.RetryAt = time.Time{}
+		ix.mu.Unlock()
+		ix.setCursor(last)
+		batch = batch[:0]
+		return nil
+	}
+	err = ix.opts.Journal.ScanAfter(ctx, cursor, func(r journal.Record) error {
+		batch = append(batch, r)
+		if len(batch) >= ix.opts.Batch {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("scan journal: %w", err)
+	}
+	return flush()
+}
+
+// checkEmbedder resets the index when its vectors came from another
+// embedder: vectors of two models never mix.
+func (ix *Indexer) checkEmbedder(ctx context.Context) error {
+	want := ""
+	if ix.opts.Embedder != nil {
+		want = ix.opts.Embedder.Name()
+	}
+	have, ok, err := ix.opts.Index.Meta(ctx, MetaEmbedder)
+	if err != nil {
+		return fmt.Errorf("read embedder tag: %w", err)
+	}
+	if ok && have == want {
+		return nil
+	}
+	if ok {
+		ix.opts.Log.Info("embedder changed: re-indexing from the journal", "was", have, "now", want)
+	}
+	if err := ix.opts.Index.Reset(ctx); err != nil {
+		return fmt.Errorf("reset index for a new embedder: %w", err)
+	}
+	if err := ix.opts.Index.SetMeta(ctx, MetaEmbedder, want); err != nil {
+		return fmt.Errorf("save embedder tag: %w", err)
+	}
+	return nil
+}
+
+// store turns records into documents, embeds and upserts them.
+func (ix *Indexer) store(ctx context.Context, recs []journal.Record) (indexed, skipped int, err error) {
+	var docs []recall.Doc
+	for _, r := range recs {
+		d := Docs(r, ix.opts.Session)
+		if len(d) == 0 {
+			skipped++
+		}
+		docs = append(docs, d...)
+	}
+	if len(docs) == 0 {
+		return 0, skipped, nil
+	}
+	var vecs [][]float32
+	if e := ix.opts.Embedder; e != nil {
+		texts := make([]string, len(docs))
+		for i, d := range docs {
+			texts[i] = d.Text
+		}
+		vecs, err = e.Embed(ctx, texts)
+		if err != nil {
+			return 0, 0, fmt.Errorf("embed: %w", err)
+		}
+		if len(vecs) != len(docs) {
+			return 0, 0, fmt.Errorf("embed: %d vectors for %d texts", len(vecs), len(docs))
+		}
+	}
+	if err := ix.opts.Index.Upsert(ctx, docs, vecs); err != nil {
+		return 0, 0, fmt.Errorf("upsert: %w", err)
+	}
+	return len(docs), skipped, nil
+}
+
+func (ix *Indexer) setCursor(id string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.status.Cursor = id
+	if id > ix.status.Latest {
+		ix.status.Latest = id
+	}
+	ix.status.Lag = lag(id, ix.status.Latest)
+}
+
+// lag is how far the cursor's record is behind the latest one.
+func lag(cursor, latest string) time.Duration {
+	l, err := ulid.ParseStrict(latest)
+	if err != nil {
+		return 0
+	}
+	c, err := ulid.ParseStrict(cursor)
+	if err != nil {
+		return time.Since(ulid.Time(l.Time())) // nothing indexed yet
+	}
+	return ulid.Time(l.Time()).Sub(ulid.Time(c.Time()))
+}
+
+// Docs are the documents a journal record becomes: none for a record with
+// nothing to recall (empty, injected context, an agent step that only
+// called tools), several for a long one.
+func Docs(r journal.Record, session string) []recall.Doc {
+	base := recall.Doc{ID: r.ID, Kind: recall.KindTurn, Role: r.Role, Mode: r.Mode, Channel: "chat", Session: session, TS: r.TS}
+	if r.Mode == "voice" {
+		base.Channel = "voice"
+	}
+	text := r.Text
+	if r.Role == "tool" {
+		if r.Tool == nil {
+			return nil
+		}
+		base.Kind, base.Channel = recall.KindTool, r.Tool.Name
+		var b strings.Builder
+		fmt.Fprintf(&b, "tool %s", r.Tool.Name)
+		if r.Tool.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", r.Tool.Reason)
+		}
+		if len(r.Tool.Arguments) > 2 {
+			fmt.Fprintf(&b, " %s", r.Tool.Arguments)
+		}
+		if r.Tool.Error != "" {
+			fmt.Fprintf(&b, "\nerror: %s", r.Tool.Error)
+		} else {
+			fmt.Fprintf(&b, "\n%s", r.Text)
+		}
+		text = b.String()
+	}
+	text = strings.ToValidUTF8(text, "\uFFFD")
+	if strings.TrimSpace(text) == "" || strings.Contains(text, InjectedSentinel) {
+		return nil
+	}
+	chunks := split(text, ChunkBytes)
+	docs := make([]recall.Doc, 0, len(chunks))
+	for i, c := range chunks {
+		d := base
+		d.Text = c
+		if len(chunks) > 1 {
+			d.ID = fmt.Sprintf("%s#%d", r.ID, i)
+		}
+		docs = append(docs, d)
+	}
+	return docs
+}
+
+// split cuts s into pieces of at most n bytes on rune boundaries, preferring
+// line and word breaks, at most maxChunks of them.
+func split(s string, n int) []string {
+	var out []string
+	for len(s) > 0 && len(out) < maxChunks {
+		if len(s) <= n {
+			out = append(out, s)
+			break
+		}
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		if i := strings.LastIndexAny(s[:cut], "\n "); i > n/2 {
+			cut = i + 1
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	return out
+}

@@ -1,0 +1,305 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mnemo/mnemo/memory/journal"
+	"github.com/mnemo/mnemo/memory/recall"
+)
+
+// memIndex is a recall.Index in memory that records upserts and can fail.
+type memIndex struct {
+	mu      sync.Mutex
+	docs    map[string]recall.Doc
+	vecs    map[string][]float32
+	meta    map[string]string
+	upserts [][]string
+	fail    error
+}
+
+func newMemIndex() *memIndex {
+	return &memIndex{docs: map[string]recall.Doc{}, vecs: map[string][]float32{}, meta: map[string]string{}}
+}
+
+func (m *memIndex) Upsert(_ context.Context, docs []recall.Doc, vecs [][]float32) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail != nil {
+		return m.fail
+	}
+	var ids []string
+	for i, d := range docs {
+		m.docs[d.ID] = d
+		if vecs != nil {
+			m.vecs[d.ID] = vecs[i]
+		}
+		ids = append(ids, d.ID)
+	}
+	m.upserts = append(m.upserts, ids)
+	return nil
+}
+func (m *memIndex) Delete(context.Context, []string) error { return nil }
+func (m *memIndex) Lexical(context.Context, string, int, recall.Filter) ([]recall.Scored, error) {
+	return nil, nil
+}
+func (m *memIndex) Vector(context.Context, []float32, int, recall.Filter) ([]recall.Scored, error) {
+	return nil, nil
+}
+func (m *memIndex) Docs(context.Context, []string) ([]recall.Doc, error) { return nil, nil }
+func (m *memIndex) Count(context.Context) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.docs), nil
+}
+func (m *memIndex) Meta(_ context.Context, k string) (string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.meta[k]
+	return v, ok, nil
+}
+func (m *memIndex) SetMeta(_ context.Context, k, v string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.meta[k] = v
+	return nil
+}
+func (m *memIndex) Reset(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.docs, m.vecs, m.meta = map[string]recall.Doc{}, map[string][]float32{}, map[string]string{}
+	return nil
+}
+func (m *memIndex) Close() error { return nil }
+
+func (m *memIndex) allUpserted() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var all []string
+	for _, u := range m.upserts {
+		all = append(all, u...)
+	}
+	return all
+}
+
+// flaky is an embedder that fails its first n calls.
+type flaky struct {
+	name  string
+	mu    sync.Mutex
+	fails int
+	calls int
+}
+
+func (f *flaky) Name() string { return f.name }
+func (f *flaky) Dim() int     { return 2 }
+func (f *flaky) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.fails > 0 {
+		f.fails--
+		return nil, errors.New("embedder down")
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = []float32{float32(len(t)), 1}
+	}
+	return out, nil
+}
+
+func openJournal(t *testing.T) *journal.Journal {
+	t.Helper()
+	j, err := journal.Open(t.TempDir(), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+func add(t *testing.T, j *journal.Journal, recs ...journal.Record) []string {
+	t.Helper()
+	var ids []string
+	for _, r := range recs {
+		if r.Mode == "" {
+			r.Mode = "text"
+		}
+		got, err := j.Append(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got.ID)
+	}
+	return ids
+}
+
+func TestDocs(t *testing.T) {
+	ts := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
+	long := strings.Repeat("word ", 2000) // 10,000 bytes
+	tests := []struct {
+		name string
+		rec  journal.Record
+		want []recall.Doc
+	}{
+		{"user turn", journal.Record{ID: "A", Role: "user", Text: "hello", Mode: "text", TS: ts},
+			[]recall.Doc{{ID: "A", Kind: "turn", Role: "user", Mode: "text", Channel: "chat", Session: "main", Text: "hello", TS: ts}}},
+		{"voice transcript", journal.Record{ID: "B", Role: "agent", Text: "hi", Mode: "voice", TS: ts},
+			[]recall.Doc{{ID: "B", Kind: "turn", Role: "agent", Mode: "voice", Channel: "voice", Session: "main", Text: "hi", TS: ts}}},
+		{"empty", journal.Record{ID: "C", Role: "user", Text: "  \n", Mode: "text"}, nil},
+		{"injected context is never harvested", journal.Record{ID: "D", Role: "agent", Text: "x " + InjectedSentinel, Mode: "text"}, nil},
+		{"an agent step that only called tools", journal.Record{ID: "E", Role: "agent", Mode: "text", ToolCalls: []journal.ToolCall{{ID: "c", Name: "t"}}}, nil},
+		{"tool outcome", journal.Record{ID: "F", Role: "tool", Text: "42 °C", Mode: "text", TS: ts, Tool: &journal.ToolResult{CallID: "c", Name: "weather", Reason: "owner asked", Arguments: []byte(`{"city":"Oslo"}`)}},
+			[]recall.Doc{{ID: "F", Kind: "tool", Role: "tool", Mode: "text", Channel: "weather", Session: "main", Text: "tool weather (owner asked) {\"city\":\"Oslo\"}\n42 °C", TS: ts}}},
+		{"tool error", journal.Record{ID: "G", Role: "tool", Text: "boom", Mode: "text", Tool: &journal.ToolResult{Name: "t", Error: "boom"}},
+			[]recall.Doc{{ID: "G", Kind: "tool", Role: "tool", Mode: "text", Channel: "t", Session: "main", Text: "tool t\nerror: boom"}}},
+		{"non-UTF-8 is repaired", journal.Record{ID: "H", Role: "user", Text: "caf\xe9 ☕", Mode: "text"},
+			[]recall.Doc{{ID: "H", Kind: "turn", Role: "user", Mode: "text", Channel: "chat", Session: "main", Text: "caf\uFFFD ☕"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Docs(tt.rec, "main")); diff != "" {
+				t.Errorf("Docs (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("a long record is chunked on word breaks", func(t *testing.T) {
+		docs := Docs(journal.Record{ID: "L", Role: "user", Text: long, Mode: "text"}, "main")
+		if len(docs) != 3 {
+			t.Fatalf("%d chunks, want 3", len(docs))
+		}
+		var joined string
+		for i, d := range docs {
+			if d.ID != fmt.Sprintf("L#%d", i) || len(d.Text) > ChunkBytes || strings.HasPrefix(d.Text, "ord") {
+				t.Errorf("chunk %d = %s, %d bytes, starts %.5q", i, d.ID, len(d.Text), d.Text)
+			}
+			joined += d.Text
+		}
+		if joined != long {
+			t.Errorf("chunks do not add up to the record")
+		}
+	})
+	t.Run("an enormous record is bounded", func(t *testing.T) {
+		docs := Docs(journal.Record{ID: "X", Role: "user", Text: strings.Repeat("é", 1<<20), Mode: "text"}, "main")
+		if len(docs) != maxChunks {
+			t.Errorf("%d chunks, want %d", len(docs), maxChunks)
+		}
+	})
+}
+
+func TestCatchUpResumesWithoutGapsOrDuplicates(t *testing.T) {
+	j := openJournal(t)
+	idx := newMemIndex()
+	emb := &flaky{name: "test:2"}
+	ids := add(t, j,
+		journal.Record{Role: "user", Text: "one"},
+		journal.Record{Role: "agent", Text: "two"},
+		journal.Record{Role: "user", Text: ""},
+		journal.Record{Role: "user", Text: "four"},
+	)
+	ix := New(Options{Journal: j, Index: idx, Embedder: emb, Session: "main", Batch: 2})
+	if err := ix.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{ids[0], ids[1], ids[3]}, idx.allUpserted()); diff != "" {
+		t.Errorf("indexed (-want +got):\n%s", diff)
+	}
+	if c := idx.meta[MetaCursor]; c != ids[3] {
+		t.Errorf("cursor = %s, want %s", c, ids[3])
+	}
+	// A new indexer (a restart) over the same index indexes only what is new.
+	more := add(t, j, journal.Record{Role: "user", Text: "five"})
+	ix = New(Options{Journal: j, Index: idx, Embedder: emb, Session: "main"})
+	if err := ix.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{ids[0], ids[1], ids[3], more[0]}, idx.allUpserted()); diff != "" {
+		t.Errorf("after restart (-want +got):\n%s", diff)
+	}
+	if st := ix.Status(); st.Cursor != more[0] || st.Lag != 0 {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestOutagesBackOffAndCatchUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := openJournal(t)
+		idx := newMemIndex()
+		emb := &flaky{name: "test:2", fails: 3}
+		ids := add(t, j, journal.Record{Role: "user", Text: "a"}, journal.Record{Role: "user", Text: "b"})
+		ix := New(Options{Journal: j, Index: idx, Embedder: emb, MinBackoff: time.Second, MaxBackoff: 4 * time.Second})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- ix.Run(ctx) }()
+
+		synctest.Wait()
+		if st := ix.Status(); st.Failures != 1 || st.LastError == "" || st.Cursor != "" {
+			t.Errorf("while the embedder is down: %+v", st)
+		}
+		// New turns arrive meanwhile; they do not cut the backoff short.
+		ids = append(ids, add(t, j, journal.Record{Role: "user", Text: "c"})...)
+		ix.Notify(ids[2])
+		time.Sleep(1*time.Second + 2*time.Second + 4*time.Second) // the backoff: 1s, 2s, 4s
+		synctest.Wait()
+		if diff := cmp.Diff(ids, idx.allUpserted()); diff != "" {
+			t.Errorf("after the outage (-want +got):\n%s", diff)
+		}
+		if st := ix.Status(); st.Failures != 0 || st.LastError != "" || st.Cursor != ids[2] {
+			t.Errorf("recovered status = %+v", st)
+		}
+		// The index goes down: the cursor stays put until it is back.
+		idx.mu.Lock()
+		idx.fail = errors.New("index unreachable")
+		idx.mu.Unlock()
+		late := add(t, j, journal.Record{Role: "user", Text: "d"})
+		ix.Notify(late[0])
+		synctest.Wait()
+		if st := ix.Status(); st.Cursor != ids[2] || st.Latest != late[0] || st.Lag <= 0 || st.LastError == "" {
+			t.Errorf("with the index down: %+v", st)
+		}
+		idx.mu.Lock()
+		idx.fail = nil
+		idx.mu.Unlock()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := idx.allUpserted(); !slices.Contains(got, late[0]) || len(got) != 4 {
+			t.Errorf("after the index came back: %v", got)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Run = %v", err)
+		}
+	})
+}
+
+func TestEmbedderChangeReindexes(t *testing.T) {
+	j := openJournal(t)
+	idx := newMemIndex()
+	add(t, j, journal.Record{Role: "user", Text: "a"}, journal.Record{Role: "user", Text: "b"})
+	if err := New(Options{Journal: j, Index: idx, Embedder: &flaky{name: "old:2"}}).CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := New(Options{Journal: j, Index: idx, Embedder: &flaky{name: "new:2"}}).CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(idx.allUpserted()); n != 4 {
+		t.Errorf("upserts = %d, want both records twice (re-embedded)", n)
+	}
+	if idx.meta[MetaEmbedder] != "new:2" {
+		t.Errorf("embedder tag = %q", idx.meta[MetaEmbedder])
+	}
+	// Lexical only is an embedder change too.
+	if err := New(Options{Journal: j, Index: idx}).CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if tag, ok := idx.meta[MetaEmbedder]; !ok || tag != "" || len(idx.vecs) != 0 {
+		t.Errorf("lexical only: tag %q (%v), %d vectors", tag, ok, len(idx.vecs))
+	}
+}
