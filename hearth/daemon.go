@@ -20,6 +20,7 @@ import (
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
+	"github.com/mnemo/mnemo/memory/recall/indexer"
 )
 
 // DaemonOptions are what cmd/hearth gathers from flags and the environment.
@@ -30,9 +31,13 @@ type DaemonOptions struct {
 	HistoryTurns int
 	TokenFile    string // "" = ipc.TokenPath()
 	Gateway      string // gateway.json listing MCP servers; "" = $XDG_CONFIG_HOME/mnemo/gateway.json
-	Version      string
-	Getenv       func(string) string
-	Log          *slog.Logger
+	// Agent bounds; zero values take Config's defaults.
+	ToolTimeout    time.Duration
+	ConfirmTimeout time.Duration
+	MaxIterations  int
+	Version        string
+	Getenv         func(string) string
+	Log            *slog.Logger
 	// Ready, when set, is called with the bound address once hearth
 	// accepts connections.
 	Ready func(net.Addr)
@@ -40,7 +45,7 @@ type DaemonOptions struct {
 
 // InjectedSentinel marks text that hearth injects as context, so that it
 // is never harvested back into memory.
-const InjectedSentinel = "<!-- mnemo:injected -->"
+const InjectedSentinel = indexer.InjectedSentinel
 
 // minRemoteToken is the shortest APP_AUTH_TOKEN accepted for a network bind.
 const minRemoteToken = 16
@@ -121,15 +126,18 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 	defer registry.Close()
 
 	cfg := Config{
-		Journal:      j,
-		Token:        token,
-		Resolve:      resolver.Resolve,
-		Tools:        registry,
-		Search:       search,
-		HistoryTurns: o.HistoryTurns,
-		Version:      o.Version,
-		Log:          log,
-		Context:      func() ([]llm.Message, error) { return sessionContext(root) },
+		Journal:        j,
+		Token:          token,
+		Resolve:        resolver.Resolve,
+		Tools:          registry,
+		Search:         search,
+		HistoryTurns:   o.HistoryTurns,
+		ToolTimeout:    o.ToolTimeout,
+		ConfirmTimeout: o.ConfirmTimeout,
+		MaxIterations:  o.MaxIterations,
+		Version:        o.Version,
+		Log:            log,
+		Context:        func() ([]llm.Message, error) { return sessionContext(root) },
 	}
 	h, err := New(cfg)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/mnemo/mnemo/hearth"
 )
@@ -32,6 +33,9 @@ func run() error {
 	flag.IntVar(&o.HistoryTurns, "history", 50, "turns sent to a client when it connects")
 	flag.StringVar(&o.Gateway, "gateway", "", "gateway.json listing MCP servers (default $XDG_CONFIG_HOME/mnemo/gateway.json)")
 	flag.StringVar(&o.TokenFile, "token-file", "", "auth token file, used when APP_AUTH_TOKEN is unset (default $XDG_CONFIG_HOME/mnemo/token)")
+	flag.DurationVar(&o.ToolTimeout, "tool-timeout", 60*time.Second, "bound on one tool call (a tool may declare its own)")
+	flag.DurationVar(&o.ConfirmTimeout, "confirm-timeout", 2*time.Minute, "how long a confirm-class tool waits for the owner; silence means no")
+	flag.IntVar(&o.MaxIterations, "max-iterations", 0, "safety bound on model calls in one turn (0: none)")
 	level := flag.String("log-level", "info", "log level: debug, info, warn, error")
 	flag.Parse()
 	if flag.NArg() > 0 {
