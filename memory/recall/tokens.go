@@ -1,0 +1,237 @@
+package recall
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// Tokenizer limits. They bound the work Tokens does on hostile input: a
+// text is tokenized up to MaxTokenizeBytes (the rest is ignored), and a
+// token longer than MaxTokenBytes is cut at a rune boundary.
+const (
+	MaxTokenizeBytes = 1 << 20
+	MaxTokenBytes    = 64
+)
+
+// Tokens splits text into the terms every backend's lexical side indexes,
+// so that BM25 behaves the same in all of them:
+//
+//   - text is lower-cased; a token is a run of Unicode letters, digits and
+//     combining marks, and everything else separates tokens. Invalid UTF-8
+//     bytes separate tokens like punctuation does.
+//   - an apostrophe between letters joins them ("don't" → "dont"), except
+//     that a possessive "'s" is dropped ("Caroline's" → "caroline").
+//   - Han, Hiragana and Katakana characters are one token each, since
+//     those scripts do not separate words with spaces.
+//   - a small list of English stopwords is dropped (see isStopword).
+//   - a light suffix stripper conflates common inflections of ASCII words
+//     of at least four letters: plurals ("-sses" → "-ss", "-ies" → "-i",
+//     "-ches/-shes/-xes" → drop "es", "-s" → drop except after s, u or
+//     i), then "-ing" and "-ed" when a vowel remains (undoubling a final
+//     double consonant: "running" → "run"), then a final "y" after a
+//     consonant becomes "i" and a final "e" is dropped, so "party" and
+//     "parties" give "parti", "hike", "hiked" and "hiking" give "hik".
+//     It is deliberately crude; both documents and queries go through it.
+//   - numbers are kept as they are ("2023", "7").
+//
+// Tokens never panics, and its work is bounded by MaxTokenizeBytes.
+func Tokens(text string) []string {
+	return AppendTokens(nil, text)
+}
+
+// AppendTokens appends Tokens(text) to dst and returns it.
+func AppendTokens(dst []string, text string) []string {
+	if len(text) > MaxTokenizeBytes {
+		text = text[:MaxTokenizeBytes]
+	}
+	var buf [MaxTokenBytes + utf8.UTFMax]byte
+	n := 0        // bytes in buf
+	ascii := true // the token so far is ASCII letters only
+	pendingApos := false
+	emit := func() {
+		if n == 0 {
+			return
+		}
+		if tok, ok := finishToken(buf[:n], ascii); ok {
+			dst = append(dst, tok)
+		}
+		n, ascii = 0, true
+	}
+	for i := 0; i < len(text); {
+		r, size := rune(text[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(text[i:])
+		}
+		i += size
+		switch {
+		case r < utf8.RuneSelf && ('a' <= r && r <= 'z' || '0' <= r && r <= '9' || 'A' <= r && r <= 'Z'):
+			if 'A' <= r && r <= 'Z' {
+				r += 'a' - 'A'
+			}
+			if pendingApos {
+				pendingApos = false
+				// A possessive 's ends the token: "caroline's" → "caroline".
+				if r == 's' && (i >= len(text) || !isWordRune(text[i:])) {
+					emit()
+					continue
+				}
+			}
+			if r >= '0' && r <= '9' {
+				ascii = false
+			}
+			if n < MaxTokenBytes {
+				buf[n] = byte(r)
+				n++
+			}
+		case r == '\'' || r == '\u2019':
+			// Joins letters on both sides; otherwise a separator.
+			if n > 0 && !pendingApos && i < len(text) && isWordRune(text[i:]) {
+				pendingApos = true
+				continue
+			}
+			pendingApos = false
+			emit()
+		case r == utf8.RuneError && size <= 1:
+			pendingApos = false
+			emit()
+		case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana):
+			pendingApos = false
+			emit()
+			n = utf8.EncodeRune(buf[:], r)
+			ascii = false
+			emit()
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || (n > 0 && unicode.IsMark(r)):
+			pendingApos = false
+			ascii = false
+			r = unicode.ToLower(r)
+			if n+utf8.RuneLen(r) <= MaxTokenBytes {
+				n += utf8.EncodeRune(buf[n:], r)
+			}
+		default:
+			pendingApos = false
+			emit()
+		}
+	}
+	emit()
+	return dst
+}
+
+// isWordRune reports whether s starts with a rune that continues a token.
+func isWordRune(s string) bool {
+	r, size := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError && size <= 1 {
+		return false
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// finishToken applies stopwords and stemming to a lower-cased token.
+func finishToken(b []byte, ascii bool) (string, bool) {
+	if isStopword(b) {
+		return "", false
+	}
+	if ascii {
+		b = stem(b)
+	}
+	return string(b), true
+}
+
+// stem is the light suffix stripper documented on Tokens. It works in
+// place on an ASCII lower-case word and returns the stem.
+func stem(b []byte) []byte {
+	if len(b) < 4 {
+		return b
+	}
+	// Plurals.
+	switch {
+	case hasSuffix(b, "sses"):
+		b = b[:len(b)-2]
+	case hasSuffix(b, "ies") && len(b) > 4:
+		b = b[:len(b)-2]
+	case hasSuffix(b, "ches"), hasSuffix(b, "shes"), hasSuffix(b, "xes"):
+		b = b[:len(b)-2]
+	case b[len(b)-1] == 's' && !hasSuffix(b, "ss") && !hasSuffix(b, "us") && !hasSuffix(b, "is"):
+		b = b[:len(b)-1]
+	}
+	// -ing, -ed when a vowel stays in the stem.
+	switch {
+	case len(b) > 5 && hasSuffix(b, "ing") && hasVowel(b[:len(b)-3]):
+		b = undouble(b[:len(b)-3])
+	case len(b) > 4 && hasSuffix(b, "ed") && hasVowel(b[:len(b)-2]):
+		b = undouble(b[:len(b)-2])
+	}
+	// Final y after a consonant, final e.
+	if n := len(b); n > 2 && b[n-1] == 'y' && !isVowel(b[n-2]) {
+		b[n-1] = 'i'
+	}
+	if n := len(b); n > 3 && b[n-1] == 'e' {
+		b = b[:n-1]
+	}
+	return b
+}
+
+func hasSuffix(b []byte, s string) bool {
+	return len(b) >= len(s) && string(b[len(b)-len(s):]) == s
+}
+
+func isVowel(c byte) bool {
+	return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u'
+}
+
+func hasVowel(b []byte) bool {
+	for _, c := range b {
+		if isVowel(c) || c == 'y' {
+			return true
+		}
+	}
+	return false
+}
+
+// undouble drops the last letter of a final double consonant other than
+// l, s or z ("stopp" → "stop", but "fall", "miss" stay).
+func undouble(b []byte) []byte {
+	n := len(b)
+	if n >= 3 && b[n-1] == b[n-2] && !isVowel(b[n-1]) {
+		switch b[n-1] {
+		case 'l', 's', 'z':
+		default:
+			return b[:n-1]
+		}
+	}
+	return b
+}
+
+// isStopword reports whether a lower-cased token is one of the English
+// function words Tokens drops. The list is short on purpose: words such as
+// "when", "where", "who", "not" or "first" carry meaning in questions
+// about a conversation and are kept; "what", "how" and "did", which open
+// most questions and match nothing useful, are dropped.
+func isStopword(b []byte) bool {
+	switch string(b) {
+	case "a", "an", "and", "are", "as", "at", "be", "been", "but", "by",
+		"can", "could", "did", "do", "does", "for", "from", "had", "has",
+		"have", "he", "her", "him", "his", "how", "i", "if", "in", "into",
+		"is", "it", "its", "me", "my", "of", "on", "or", "our", "she",
+		"so", "that", "the", "their", "them", "then", "there", "these",
+		"they", "this", "those", "to", "us", "was", "we", "were", "what",
+		"which", "will", "with", "would", "you", "your", "am", "im", "ive",
+		"id", "ill", "youre", "dont", "didnt", "doesnt", "just", "about",
+		"also", "some", "any", "very", "too", "than", "s", "t":
+		return true
+	}
+	return false
+}
+
+// TermID hashes a token (FNV-1a, 32 bits) for sparse vectors.
+func TermID(token string) uint32 {
+	const (
+		offset32 = 2166136261
+		prime32  = 16777619
+	)
+	h := uint32(offset32)
+	for i := 0; i < len(token); i++ {
+		h ^= uint32(token[i])
+		h *= prime32
+	}
+	return h
+}
