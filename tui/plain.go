@@ -226,6 +226,10 @@ func (v *chatView) show(e ipc.Event) {
 	switch m := e.Msg.(type) {
 	case *ipc.TurnStored:
 		v.seen[m.Turn.ID] = true
+		if m.Turn.Role == ipc.RoleAgent {
+			v.endStream() // a step before tools; the answer streams next
+			return
+		}
 		if v.mine[m.Ref] {
 			v.answering = m.Ref
 		} else {

@@ -1,6 +1,8 @@
 // Command mnemo is the client of the mnemo companion.
 //
-//	mnemo                 chat line by line with the local hearth
+//	mnemo                 the terminal UI on the local hearth (line chat when piped)
+//	mnemo --addr h:7744   the terminal UI on a remote hearth
+//	mnemo chat            chat line by line
 //	mnemo send "text"     send one message and stream the reply
 //	mnemo history         print the recent conversation
 //	mnemo ping [-wait d]  check that hearth answers
@@ -11,11 +13,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/tui"
@@ -23,10 +29,16 @@ import (
 
 var version = "dev"
 
-const usage = `usage: mnemo [-addr host:port] [-token-file path] [command]
+const usage = `usage: mnemo [--addr host:port] [--token-file path] [command]
+
+With no command, mnemo opens the terminal UI (or, when its input is not a
+terminal, chats line by line). In the UI: enter sends, alt+enter or ctrl+j
+starts a new line, esc cancels a reply, ctrl+c quits, /help lists the rest.
+Logs go to $XDG_STATE_HOME/mnemo/mnemo.log.
 
 commands:
-  chat            chat line by line (the default)
+  tui             the terminal UI
+  chat            chat line by line
   send TEXT...    send one message and stream the reply
   history         print the recent conversation
   ping [-wait D]  check that hearth answers, waiting up to D
@@ -71,11 +83,17 @@ func run() error {
 	defer stop()
 	args := fs.Args()
 	cmd := "chat"
+	if term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stdout.Fd())) {
+		cmd = "tui"
+	}
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
-	if cmd == "ping" {
+	switch cmd {
+	case "ping":
 		return ping(ctx, o, token, args)
+	case "tui":
+		return runTUI(ctx, o, *addr == "" || isLoopback(o.Addr), token)
 	}
 	var err error
 	if o.Token, err = token(); err != nil {
@@ -95,6 +113,40 @@ func run() error {
 	default:
 		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 	}
+}
+
+// runTUI opens the terminal UI. A local hearth that never ran has no
+// token file yet: the UI says how to start it and waits. A remote one
+// without a token is an error now.
+func runTUI(ctx context.Context, o tui.Options, local bool, token func() (string, error)) error {
+	if !local {
+		if _, err := token(); err != nil {
+			return err
+		}
+	}
+	log, closeLog, err := tui.OpenLog(os.Getenv, slog.LevelInfo)
+	if err != nil {
+		return err
+	}
+	defer closeLog.Close()
+	log.Info("mnemo starting", "version", version, "addr", o.Addr)
+	err = tui.Run(ctx, tui.RunOptions{Addr: o.Addr, Client: o.Client, Token: token, Local: local, Log: log})
+	if err != nil {
+		log.Error("mnemo stopped", "err", err)
+	}
+	return err
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // ping checks that hearth answers. With -wait it keeps trying, token

@@ -1,0 +1,167 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+)
+
+// RunOptions configure the interactive UI.
+type RunOptions struct {
+	Addr   string
+	Client string // e.g. "mnemo/0.1"
+	// Token returns the auth token; see RemoteOptions.Token.
+	Token func() (string, error)
+	// Local means hearth is expected on this machine: when it is not
+	// running, the UI says how to start it, and waits for it.
+	Local bool
+	Log   *slog.Logger
+}
+
+// Run opens the terminal UI on hearth and returns when the owner quits or
+// ctx ends. The terminal is restored on the way out, whatever happened.
+func Run(ctx context.Context, o RunOptions) error {
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	remote := NewRemote(RemoteOptions{Addr: o.Addr, Client: o.Client, Token: o.Token, Log: log})
+	style := "light"
+	if lipgloss.HasDarkBackground() {
+		style = "dark"
+	}
+	m := New(Config{
+		Backend:  remote,
+		Addr:     o.Addr,
+		Local:    o.Local,
+		Markdown: style,
+		Profile:  lipgloss.ColorProfile(),
+		Log:      log,
+	})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p := tea.NewProgram(m,
+		tea.WithContext(ctx),
+		tea.WithAltScreen(),
+		tea.WithMouseCellMotion(),
+	)
+	var wg sync.WaitGroup
+	wg.Go(func() { remote.Run(ctx, p.Send) })
+	_, err := p.Run()
+	cancel()
+	wg.Wait()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil // ctx ended: a signal, not a failure
+	}
+	if err != nil {
+		log.Error("terminal UI", "err", err)
+	}
+	return err
+}
+
+// LogPath is the client's log file: mnemo/mnemo.log under the user's
+// state dir ($XDG_STATE_HOME, else ~/.local/state).
+func LogPath(getenv func(string) string) (string, error) {
+	dir := getenv("XDG_STATE_HOME")
+	if dir == "" || !filepath.IsAbs(dir) {
+		home := getenv("HOME")
+		if home == "" {
+			h, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("locate state dir: %w", err)
+			}
+			home = h
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "mnemo", "mnemo.log"), nil
+}
+
+// maxLogBytes is where the log is rotated (to mnemo.log.1) when opened.
+const maxLogBytes = 8 << 20
+
+// OpenLog opens the log file for appending, creating its directory, and
+// returns a logger on it. The terminal UI never logs to the terminal.
+func OpenLog(getenv func(string) string, level slog.Level) (*slog.Logger, io.Closer, error) {
+	path, err := LogPath(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("create log dir: %w", err)
+	}
+	if st, err := os.Stat(path); err == nil && st.Size() > maxLogBytes {
+		os.Rename(path, path+".1")
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open log: %w", err)
+	}
+	w := newAsyncWriter(f)
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), w, nil
+}
+
+// asyncWriter hands writes to a goroutine, so that logging from Update
+// does no I/O on the UI goroutine. When the log falls far behind, lines
+// are dropped and counted rather than stalling the UI.
+type asyncWriter struct {
+	w    io.WriteCloser
+	ch   chan []byte
+	done chan struct{}
+
+	mu      sync.Mutex
+	closed  bool
+	dropped int
+}
+
+func newAsyncWriter(w io.WriteCloser) *asyncWriter {
+	a := &asyncWriter{w: w, ch: make(chan []byte, 1024), done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		for b := range a.ch {
+			a.w.Write(b)
+		}
+	}()
+	return a
+}
+
+func (a *asyncWriter) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return 0, os.ErrClosed
+	}
+	select {
+	case a.ch <- bytes.Clone(p):
+	default:
+		a.dropped++
+	}
+	return len(p), nil
+}
+
+// Close writes what is queued and closes the file.
+func (a *asyncWriter) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	close(a.ch)
+	dropped := a.dropped
+	a.mu.Unlock()
+	<-a.done
+	if dropped > 0 {
+		fmt.Fprintf(a.w, "(%d log lines dropped: the log fell behind)\n", dropped)
+	}
+	return a.w.Close()
+}

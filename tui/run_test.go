@@ -1,0 +1,56 @@
+package tui
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLogPath(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"XDG_STATE_HOME": "/s", "HOME": "/h"}, "/s/mnemo/mnemo.log"},
+		{map[string]string{"HOME": "/h"}, "/h/.local/state/mnemo/mnemo.log"},
+		{map[string]string{"XDG_STATE_HOME": "relative", "HOME": "/h"}, "/h/.local/state/mnemo/mnemo.log"},
+	} {
+		got, err := LogPath(env(tt.env))
+		if err != nil || got != tt.want {
+			t.Errorf("LogPath(%v) = %q, %v; want %q", tt.env, got, err, tt.want)
+		}
+	}
+}
+
+func TestOpenLogWritesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	getenv := func(k string) string {
+		if k == "XDG_STATE_HOME" {
+			return dir
+		}
+		return ""
+	}
+	log, c, err := OpenLog(getenv, slog.LevelInfo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("hello log", "k", "v")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	log.Info("after close is dropped, not a panic")
+	path := filepath.Join(dir, "mnemo", "mnemo.log")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "hello log") {
+		t.Errorf("log holds %q", b)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("log mode %v, want 0600", st.Mode().Perm())
+	}
+}
