@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -110,8 +108,10 @@ func (a *Anthropic) Stream(ctx context.Context, req Request, onText func(string)
 
 	callCtx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	var tap anthropicTap
-	stream := a.msgs.NewStreaming(callCtx, params, option.WithMiddleware(tap.middleware))
+	tap := bodyTap{terminal: "message_stop"}
+	stream := a.msgs.NewStreaming(callCtx, params, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		return tap.wrap(next(req))
+	}))
 	defer stream.Close()
 
 	acc := anthropicAccumulator{onText: onText}
@@ -249,7 +249,7 @@ func anthropicIsObject(raw []byte) bool {
 
 // callError classifies a failed call. ctx is the caller's context and
 // callCtx the one bounded by the timeout.
-func (a *Anthropic) callError(ctx, callCtx context.Context, tap *anthropicTap, err error) *Error {
+func (a *Anthropic) callError(ctx, callCtx context.Context, tap *bodyTap, err error) *Error {
 	e := &Error{Provider: ProviderAnthropic, Err: err, secret: a.key}
 	var (
 		apiErr *anthropic.Error
@@ -530,40 +530,3 @@ func anthropicArguments(text string) json.RawMessage {
 	return b
 }
 
-// anthropicTap sits between the HTTP response body and the SDK's SSE
-// decoder to learn whether reading the body failed (a transport error,
-// worth retrying) as opposed to decoding it.
-type anthropicTap struct {
-	body        io.ReadCloser
-	contentType string
-	readErr     error
-}
-
-func (t *anthropicTap) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	res, err := next(req)
-	if err != nil || res == nil || res.Body == nil {
-		return res, err
-	}
-	t.body = res.Body
-	t.contentType = res.Header.Get("Content-Type")
-	res.Body = t
-	return res, nil
-}
-
-func (t *anthropicTap) Read(p []byte) (int, error) {
-	n, err := t.body.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		t.readErr = err
-	}
-	return n, err
-}
-
-func (t *anthropicTap) Close() error { return t.body.Close() }
-
-// incomplete explains a stream that ended cleanly but too early.
-func (t *anthropicTap) incomplete() error {
-	if media, _, _ := mime.ParseMediaType(t.contentType); t.contentType != "" && media != "text/event-stream" {
-		return fmt.Errorf("the provider replied with Content-Type %q, not an event stream", t.contentType)
-	}
-	return errors.New("the reply stream ended without message_stop: the connection was cut")
-}

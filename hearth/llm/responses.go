@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -167,10 +166,12 @@ func (r *Responses) Stream(ctx context.Context, req Request, onText func(string)
 // one bounded by the timeout.
 func (r *Responses) attempt(ctx, callCtx context.Context, params responses.ResponseNewParams, model string, onText func(string)) (Response, *Error) {
 	var (
-		tap responsesTap
+		tap = bodyTap{terminal: "response.completed"}
 		raw *http.Response
 	)
-	stream := r.api.NewStreaming(callCtx, params, option.WithMiddleware(tap.middleware), option.WithResponseInto(&raw))
+	stream := r.api.NewStreaming(callCtx, params, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		return tap.wrap(next(req))
+	}), option.WithResponseInto(&raw))
 	defer stream.Close()
 
 	acc := responsesAccumulator{onText: onText}
@@ -289,7 +290,7 @@ func (r *Responses) tools(ts []Tool) ([]responses.ToolUnionParam, error) {
 
 // callError classifies a failed request or stream. ctx is the caller's
 // context and callCtx the one bounded by the timeout.
-func (r *Responses) callError(ctx, callCtx context.Context, tap *responsesTap, raw *http.Response, err error) *Error {
+func (r *Responses) callError(ctx, callCtx context.Context, tap *bodyTap, raw *http.Response, err error) *Error {
 	e := &Error{Provider: r.name, Err: err, secret: r.key}
 	var (
 		apiErr    *openai.Error
@@ -526,43 +527,6 @@ func responsesCode(raw json.RawMessage) string {
 	return ""
 }
 
-// responsesTap sits between the HTTP response body and the SDK's SSE
-// decoder to learn whether reading the body failed (a transport error,
-// worth retrying) as opposed to decoding it.
-type responsesTap struct {
-	body        io.ReadCloser
-	contentType string
-	readErr     error
-}
-
-func (t *responsesTap) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	res, err := next(req)
-	if err != nil || res == nil || res.Body == nil {
-		return res, err
-	}
-	t.body = res.Body
-	t.contentType = res.Header.Get("Content-Type")
-	res.Body = t
-	return res, nil
-}
-
-func (t *responsesTap) Read(p []byte) (int, error) {
-	n, err := t.body.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		t.readErr = err
-	}
-	return n, err
-}
-
-func (t *responsesTap) Close() error { return t.body.Close() }
-
-// incomplete explains a stream that ended cleanly but too early.
-func (t *responsesTap) incomplete() error {
-	if media, _, _ := mime.ParseMediaType(t.contentType); t.contentType != "" && media != "text/event-stream" {
-		return fmt.Errorf("the provider replied with Content-Type %q, not an event stream", t.contentType)
-	}
-	return errors.New("the reply stream ended without response.completed: the connection was cut")
-}
 
 // responsesCall is a function call being streamed.
 type responsesCall struct {
