@@ -32,9 +32,10 @@ build:
 # Start hearth in the background unless one already answers, then chat.
 run: build
 	@mkdir -p "$(STATE)"
+	@$(MAKE) -s vectors || echo "word vectors unavailable: recall will be lexical only"
 	@if ! $(BIN)/mnemo ping >/dev/null 2>&1; then \
 		echo "starting hearth (log: $(STATE)/hearth.log)"; \
-		nohup $(BIN)/hearth >>"$(STATE)/hearth.log" 2>&1 & \
+		nohup $(BIN)/hearth -vectors "$(VECTORS)" >>"$(STATE)/hearth.log" 2>&1 & \
 		$(BIN)/mnemo ping -wait 10s || { echo "hearth did not start; see $(STATE)/hearth.log"; exit 1; }; \
 	fi
 	@$(BIN)/mnemo

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
+	"github.com/mnemo/mnemo/memory/recall"
 	"github.com/mnemo/mnemo/memory/recall/indexer"
 )
 
@@ -35,9 +37,12 @@ type DaemonOptions struct {
 	ToolTimeout    time.Duration
 	ConfirmTimeout time.Duration
 	MaxIterations  int
-	Version        string
-	Getenv         func(string) string
-	Log            *slog.Logger
+	// Vectors is the word-vector file of the offline embedder; "" means
+	// MNEMO_VECTORS or $XDG_CACHE_HOME/mnemo/wink-sg100-100k.bin.
+	Vectors string
+	Version string
+	Getenv  func(string) string
+	Log     *slog.Logger
 	// Ready, when set, is called with the bound address once hearth
 	// accepts connections.
 	Ready func(net.Addr)
@@ -103,9 +108,29 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 			return err
 		}
 	}
+	// Recall: hybrid search over an index the indexer keeps up to date in
+	// the background. If it cannot start, hearth still chats and searches
+	// the journal by keyword.
 	search := tools.KeywordSearch(func(ctx context.Context, fn func(tools.Rec) error) error {
 		return j.Scan(ctx, func(r journal.Record) error { return fn(toolRec(r)) })
 	})
+	var memories func(context.Context, string, map[string]bool, int) string
+	var onAppend func(string)
+	rs, err := openRecall(ctx, root, j, o, log)
+	if err != nil {
+		log.Error("recall unavailable: memory search falls back to keywords", "err", err)
+	} else {
+		defer rs.Close()
+		search, memories, onAppend = rs.search, rs.memories, rs.indexer.Notify
+		indexDone := make(chan struct{})
+		ictx, stopIndexer := context.WithCancel(ctx)
+		go func() {
+			defer close(indexDone)
+			rs.indexer.Run(ictx)
+		}()
+		defer func() { stopIndexer(); <-indexDone }()
+		log.Info("recall", "backend", rs.backend, "embedder", embedderName(rs.embedder))
+	}
 	registry := tools.New(tools.Options{
 		GatewayPath: gateway,
 		Builtins: []tools.Builtin{
@@ -131,6 +156,8 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 		Resolve:        resolver.Resolve,
 		Tools:          registry,
 		Search:         search,
+		Memories:       memories,
+		OnAppend:       onAppend,
 		HistoryTurns:   o.HistoryTurns,
 		ToolTimeout:    o.ToolTimeout,
 		ConfirmTimeout: o.ConfirmTimeout,
@@ -271,4 +298,55 @@ func defaultGatewayPath() (string, error) {
 
 func toolRec(r journal.Record) tools.Rec {
 	return tools.Rec{ID: r.ID, Role: r.Role, Text: r.Text, TS: r.TS}
+}
+
+func embedderName(e recall.Embedder) string {
+	if e == nil {
+		return "none (lexical only)"
+	}
+	return e.Name()
+}
+
+// Reindex drops the recall index and rebuilds it from the journal, the
+// truth it derives from (`hearth reindex`). Stop hearth first: the index
+// has one writer.
+func Reindex(ctx context.Context, o DaemonOptions, w io.Writer) error {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	rootDir := o.Root
+	if rootDir == "" {
+		var err error
+		if rootDir, err = memory.DefaultDir(); err != nil {
+			return err
+		}
+	}
+	root, err := memory.Open(ctx, rootDir, data.Defaults(), o.Log)
+	if err != nil {
+		return err
+	}
+	j, err := journal.Open(root.ThreadsDir(), journal.Options{Log: o.Log})
+	if err != nil {
+		return fmt.Errorf("open journal: %w", err)
+	}
+	defer j.Close()
+	rs, err := openRecall(ctx, root, j, o, o.Log)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	if err := rs.index.Reset(ctx); err != nil {
+		return fmt.Errorf("reset index: %w", err)
+	}
+	start := time.Now()
+	if err := rs.indexer.CatchUp(ctx); err != nil {
+		return fmt.Errorf("reindex: %w", err)
+	}
+	st := rs.indexer.Status()
+	fmt.Fprintf(w, "indexed %d documents from the journal (%d records had nothing to index) in %s; backend %s, embedder %s\n",
+		st.Indexed, st.Skipped, time.Since(start).Round(time.Millisecond), rs.backend, embedderName(rs.embedder))
+	return nil
 }

@@ -48,6 +48,15 @@ type Config struct {
 	Resolve func() (Model, error)
 	// Tools are offered to the model; nil offers none.
 	Tools agent.Tools
+	// Memories returns injected context of older memories relevant to the
+	// newest message, leaving out the ids already in the context window;
+	// nil injects none.
+	Memories func(ctx context.Context, query string, exclude map[string]bool, budget int) string
+	// MemoryBudget bounds Memories, in tokens; default 800.
+	MemoryBudget int
+	// OnAppend is told the id of every record hearth appends (the indexer
+	// listens); it must not block.
+	OnAppend func(id string)
 	// Search answers clients' search requests; nil means unavailable.
 	Search func(ctx context.Context, query string, k int) ([]tools.Hit, error)
 	// Context returns the system messages injected at the start of every
@@ -90,6 +99,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DropGrace <= 0 {
 		c.DropGrace = 5 * time.Second
+	}
+	if c.MemoryBudget <= 0 {
+		c.MemoryBudget = 800
 	}
 	if c.ConfirmTimeout <= 0 {
 		c.ConfirmTimeout = 2 * time.Minute
@@ -293,6 +305,7 @@ func (h *Hearth) store(ctx context.Context, req turnReq) (journal.Record, bool) 
 		h.broadcast(&ipc.Error{Code: ipc.CodeInternal, Message: "hearth could not store the message; it was not sent", Ref: req.ref})
 		return rec, false
 	}
+	h.appended(rec)
 	h.mu.Lock()
 	h.rememberLocked(rec)
 	h.broadcastLocked(&ipc.TurnStored{Turn: wireTurn(rec), Ref: req.ref})
@@ -305,6 +318,13 @@ func (h *Hearth) setState(s, detail string) {
 	defer h.mu.Unlock()
 	h.state = s
 	h.broadcastLocked(&ipc.Status{State: s, Detail: detail})
+}
+
+// appended tells the listener (the indexer) about a stored record.
+func (h *Hearth) appended(rec journal.Record) {
+	if h.cfg.OnAppend != nil {
+		h.cfg.OnAppend(rec.ID)
+	}
 }
 
 // rememberLocked keeps rec among the recent turns.

@@ -77,9 +77,13 @@ func (h *Hearth) reply(ctx context.Context, model Model, ref string, system []ll
 	defer cancel(nil)
 	h.mu.Lock()
 	msgs, cont := buildContext(system, h.recent, h.cfg.ContextTurns)
+	query, inWindow := h.memoryQueryLocked()
 	h.pending.Reset()
 	h.cancelTurn = cancel
 	h.mu.Unlock()
+	if h.cfg.Memories != nil && query != "" {
+		msgs = injectMemories(msgs, cont, h.cfg.Memories(ctx, query, inWindow, h.cfg.MemoryBudget))
+	}
 	defer func() {
 		h.mu.Lock()
 		h.cancelTurn = nil
@@ -125,6 +129,7 @@ func (h *Hearth) reply(ctx context.Context, model Model, ref string, system []ll
 		h.broadcast(&ipc.Error{Code: ipc.CodeInternal, Message: "hearth could not store the reply", Ref: ref})
 		return
 	}
+	h.appended(stored)
 	done := &ipc.Done{Turn: wireTurn(stored), Model: rec.Model}
 	if res.Usage != (llm.Usage{}) {
 		done.Usage = &ipc.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
@@ -207,6 +212,7 @@ func (o *turnObserver) Step(ctx context.Context, s agent.Step) error {
 	if err != nil {
 		return err
 	}
+	h.appended(stored)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.pending.Reset()
@@ -239,6 +245,7 @@ func (o *turnObserver) ToolDone(ctx context.Context, c agent.Call, out agent.Out
 	if err != nil {
 		return err
 	}
+	h.appended(stored)
 	wire := wireTurn(stored)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -416,4 +423,38 @@ func withReason(args json.RawMessage, reason string) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	return b
+}
+
+// memoryQueryLocked is what to look up older memories with (the newest
+// user turn) and the ids the context window already holds.
+func (h *Hearth) memoryQueryLocked() (string, map[string]bool) {
+	start := max(0, len(h.recent)-h.cfg.ContextTurns)
+	in := make(map[string]bool, len(h.recent)-start)
+	query := ""
+	for _, r := range h.recent[start:] {
+		in[r.ID] = true
+		if r.Role == ipc.RoleUser {
+			query = r.Text
+		}
+	}
+	return query, in
+}
+
+// injectMemories adds the memory block to what the model sees, never to the
+// journal: inside the one leading system message, or, when a stateful
+// provider continues from a stored response (and so is sent only what is
+// new), as a system message just before the newest turn.
+func injectMemories(msgs []llm.Message, cont *llm.Continuation, block string) []llm.Message {
+	if block == "" || len(msgs) == 0 {
+		return msgs
+	}
+	if cont == nil && msgs[0].Role == llm.RoleSystem {
+		msgs[0].Content += "\n\n" + block
+		return msgs
+	}
+	last := len(msgs) - 1
+	out := make([]llm.Message, 0, len(msgs)+1)
+	out = append(out, msgs[:last]...)
+	out = append(out, llm.Message{Role: llm.RoleSystem, Content: block})
+	return append(out, msgs[last])
 }

@@ -402,3 +402,76 @@ func TestPreferencesSwapModelWithoutRestart(t *testing.T) {
 		t.Errorf("unknown provider preference: err = %v", err)
 	}
 }
+
+func TestInjectMemories(t *testing.T) {
+	sys := llm.Message{Role: "system", Content: "anchor"}
+	u1 := llm.Message{Role: "user", Content: "old"}
+	a1 := llm.Message{Role: "assistant", Content: "reply"}
+	u2 := llm.Message{Role: "user", Content: "new"}
+	tests := []struct {
+		name  string
+		msgs  []llm.Message
+		cont  *llm.Continuation
+		block string
+		want  []llm.Message
+	}{
+		{"nothing to add", []llm.Message{sys, u2}, nil, "", []llm.Message{sys, u2}},
+		{"into the one system message", []llm.Message{sys, u1, a1, u2}, nil, "MEM",
+			[]llm.Message{{Role: "system", Content: "anchor\n\nMEM"}, u1, a1, u2}},
+		{"before the newest turn when continuing", []llm.Message{sys, u1, a1, u2}, &llm.Continuation{ResponseID: "r", From: 3}, "MEM",
+			[]llm.Message{sys, u1, a1, {Role: "system", Content: "MEM"}, u2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, injectMemories(tt.msgs, tt.cont, tt.block)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRelevantMemoriesReachTheModelNotTheJournal(t *testing.T) {
+	model := newScriptModel()
+	var gotQuery string
+	var gotExclude map[string]bool
+	var appended []string
+	var mu sync.Mutex
+	th := startHearth(t, "", func(c *Config) {
+		c.Model = model
+		c.Context = func() ([]llm.Message, error) { return []llm.Message{{Role: "system", Content: "anchor"}}, nil }
+		c.Memories = func(_ context.Context, q string, exclude map[string]bool, budget int) string {
+			mu.Lock()
+			defer mu.Unlock()
+			gotQuery, gotExclude = q, exclude
+			return "<!-- mnemo:injected -->\n- you planted tomatoes in May"
+		}
+		c.OnAppend = func(id string) {
+			mu.Lock()
+			appended = append(appended, id)
+			mu.Unlock()
+		}
+	})
+	c := dial(t, th.addr)
+	c.Send(&ipc.Message{Content: "what did I plant?"})
+	got := recvUntil(t, c, isDone)
+	user := got[0].(*ipc.TurnStored).Turn
+	done := got[len(got)-1].(*ipc.Done).Turn
+	sys := model.lastRequest().Messages[0]
+	if !strings.Contains(sys.Content, "anchor") || !strings.Contains(sys.Content, "planted tomatoes") {
+		t.Errorf("system message = %q, want the anchor and the memories", sys.Content)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if gotQuery != "what did I plant?" || !gotExclude[user.ID] {
+		t.Errorf("memories asked for %q excluding %v", gotQuery, gotExclude)
+	}
+	if diff := cmp.Diff([]string{user.ID, done.ID}, appended); diff != "" {
+		t.Errorf("records announced to the indexer (-want +got):\n%s", diff)
+	}
+	recs, _ := th.journal.Tail(10)
+	for _, r := range recs {
+		if strings.Contains(r.Text, "tomatoes") {
+			t.Errorf("injected memories reached the journal: %+v", r)
+		}
+	}
+}

@@ -36,9 +36,18 @@ func run() error {
 	flag.DurationVar(&o.ToolTimeout, "tool-timeout", 60*time.Second, "bound on one tool call (a tool may declare its own)")
 	flag.DurationVar(&o.ConfirmTimeout, "confirm-timeout", 2*time.Minute, "how long a confirm-class tool waits for the owner; silence means no")
 	flag.IntVar(&o.MaxIterations, "max-iterations", 0, "safety bound on model calls in one turn (0: none)")
+	flag.StringVar(&o.Vectors, "vectors", "", "word-vector file of the offline embedder (default $MNEMO_VECTORS or $XDG_CACHE_HOME/mnemo/wink-sg100-100k.bin; `make vectors` builds it)")
 	level := flag.String("log-level", "info", "log level: debug, info, warn, error")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: hearth [flags]          serve\n       hearth [flags] reindex  rebuild the recall index from the journal (stop hearth first)\n\nflags:\n")
+		flag.PrintDefaults()
+	}
 	flag.Parse()
-	if flag.NArg() > 0 {
+	reindex := false
+	switch {
+	case flag.NArg() == 1 && flag.Arg(0) == "reindex":
+		reindex = true
+	case flag.NArg() > 0:
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 
@@ -52,5 +61,8 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if reindex {
+		return hearth.Reindex(ctx, o, os.Stdout)
+	}
 	return hearth.RunDaemon(ctx, o)
 }

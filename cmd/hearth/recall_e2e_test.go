@@ -1,0 +1,99 @@
+package main_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mnemo/mnemo/hearth/llm/llmtest"
+	"github.com/mnemo/mnemo/ipc"
+)
+
+// vectorsArgs passes the word vectors to hearth when make built them
+// (MNEMO_WORDVEC); without them recall runs lexical only, which these tests
+// also cover.
+func vectorsArgs() []string {
+	if p := os.Getenv("MNEMO_WORDVEC"); p != "" {
+		return []string{"-vectors", p}
+	}
+	return nil
+}
+
+// searchUntil asks hearth's memory until a hit contains want: indexing is
+// asynchronous, so the first searches may come before the indexer.
+func searchUntil(t *testing.T, c *ipc.Conn, query, want string) []ipc.SearchHit {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		if err := c.Send(&ipc.Search{Query: query, Ref: "s"}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, err := c.Recv(ctx)
+			if err != nil {
+				t.Fatalf("search %q: %v", query, err)
+			}
+			if r, ok := m.(*ipc.SearchResults); ok {
+				for _, h := range r.Results {
+					if strings.Contains(h.Turn.Content, want) {
+						return r.Results
+					}
+				}
+				break
+			}
+			if e, ok := m.(*ipc.Error); ok {
+				t.Fatalf("search %q: %+v", query, e)
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // polling the asynchronous indexer
+	}
+	t.Fatalf("search %q never found %q", query, want)
+	return nil
+}
+
+func TestRecallIndexesSearchesAndRebuilds(t *testing.T) {
+	model := llmtest.NewOpenAI(t, "sk-test")
+	root := t.TempDir()
+	d := startDaemon(t, root, openaiEnv(model), vectorsArgs()...)
+	c := mustDial(t, d.addr)
+	for _, said := range []string{
+		"We planted tomatoes and basil in the raised garden bed in May.",
+		"My sister Ana is moving to Lisbon next spring.",
+		"The dentist appointment is on Thursday at nine.",
+	} {
+		c.Send(&ipc.Transcript{Role: ipc.RoleUser, Text: said})
+	}
+	hits := searchUntil(t, c, "what grows in the garden", "tomatoes")
+	if !strings.Contains(hits[0].Turn.Content, "tomatoes") {
+		t.Errorf("best hit = %q, want the garden turn", hits[0].Turn.Content)
+	}
+	d.stop(t)
+
+	// A corrupt index is detected at start and rebuilt from the journal.
+	files, _ := filepath.Glob(filepath.Join(root, "index", "embedded", "*"))
+	if len(files) == 0 {
+		t.Fatal("no index files under index/embedded")
+	}
+	for _, f := range files {
+		if err := os.WriteFile(f, []byte("garbage, not an index"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d = startDaemon(t, root, openaiEnv(model), vectorsArgs()...)
+	c = mustDial(t, d.addr)
+	searchUntil(t, c, "Lisbon", "Ana")
+	d.stop(t)
+
+	// hearth reindex rebuilds it on demand.
+	cmd := exec.Command(bins.hearth, append(append([]string{"-root", root}, vectorsArgs()...), "reindex")...)
+	cmd.Env = []string{"HOME=" + t.TempDir()}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "indexed 3 documents") {
+		t.Errorf("hearth reindex: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,652 @@
+// Package embedded is mnemo's default recall index: BM25 over an inverted
+// index of recall.Tokens plus a flat slab of quantised vectors searched
+// exhaustively, in memory, persisted to one append-only file under the
+// memory root's git-ignored index/ directory.
+//
+// The file is derived data. When Open reports a damaged file (IsCorrupt),
+// the caller removes the directory and rebuilds the index from the
+// journal.
+package embedded
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/mnemo/mnemo/memory/recall"
+)
+
+// FileName is the index file inside the directory given to Open.
+const FileName = "recall.idx"
+
+// MaxTextBytes bounds a document's text; Upsert rejects longer ones
+// (the indexer chunks long records well below this).
+const MaxTextBytes = 16 << 20
+
+// maxFieldBytes bounds a document's id and labels together.
+const maxFieldBytes = 64 << 10
+
+// Options configure Open.
+type Options struct {
+	// Dim is the vector dimension; 0 makes a lexical-only index.
+	Dim int
+	// Log receives warnings (a torn tail cut on Open, a failed
+	// compaction); nil discards them.
+	Log *slog.Logger
+	// SyncEvery is how many records may be written between fsyncs;
+	// 0 means 1024. Flush and Close always sync.
+	SyncEvery int
+}
+
+// ErrClosed is returned by every method of a closed Index.
+var ErrClosed = errors.New("embedded: index is closed")
+
+// Index is the embedded recall.Index. It is safe for concurrent use:
+// queries run in parallel with each other, writes one at a time.
+type Index struct {
+	path      string
+	dim       int
+	log       *slog.Logger
+	syncEvery int
+	scratch   sync.Pool // *scratch
+
+	// compactMin is the least garbage, in bytes, worth a compaction.
+	compactMin int64
+	// procs bounds the goroutines one query uses; 0 means GOMAXPROCS.
+	procs int
+
+	mu       sync.RWMutex
+	st       *state
+	f        *os.File
+	w        *bufio.Writer
+	size     int64 // bytes in the file, including w's buffer
+	unsynced int   // records written since the last fsync
+	werr     error // a failed write: the file no longer matches memory
+	closed   bool
+	enc      []byte // encoding scratch
+}
+
+// Open opens the index in dir, creating dir and an empty index if needed.
+// A file that is damaged — a bad header, a record that fails its checksum
+// or does not decode — makes Open fail with an error for which IsCorrupt
+// is true. A record cut short at the end of the file (a crash during a
+// write) is dropped with a warning, keeping the records before it. A file
+// holding vectors of another dimension fails with recall.ErrDimension.
+func Open(dir string, opts Options) (*Index, error) {
+	if opts.Dim < 0 || opts.Dim > maxDim {
+		return nil, fmt.Errorf("embedded: dimension %d out of range [0, %d]", opts.Dim, maxDim)
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.SyncEvery <= 0 {
+		opts.SyncEvery = 1024
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	ix := &Index{
+		path:       filepath.Join(dir, FileName),
+		dim:        opts.Dim,
+		log:        opts.Log,
+		syncEvery:  opts.SyncEvery,
+		compactMin: 1 << 20,
+	}
+	ix.scratch.New = func() any { return new(scratch) }
+	if err := os.Remove(ix.path + ".tmp"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	f, err := os.OpenFile(ix.path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := ix.create(); err != nil {
+			return nil, err
+		}
+		return ix, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	if err := ix.load(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("embedded: open %s: %w", ix.path, err)
+	}
+	return ix, nil
+}
+
+// create writes an empty index file (through a temporary file, so that a
+// crash never leaves a file without a header) and starts on it.
+func (ix *Index) create() error {
+	f, err := ix.writeFile(func(w *bufio.Writer) (int64, error) {
+		_, err := w.Write(encodeHeader(ix.dim))
+		return headerSize, err
+	})
+	if err != nil {
+		return err
+	}
+	ix.start(f, headerSize, newState(ix.dim))
+	return nil
+}
+
+// writeFile writes a new index file with fill, syncs it, renames it over
+// the index and returns it open for appending.
+func (ix *Index) writeFile(fill func(*bufio.Writer) (int64, error)) (*os.File, error) {
+	tmp := ix.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
+	fail := func(err error) (*os.File, error) {
+		f.Close()
+		os.Remove(tmp)
+		return nil, fmt.Errorf("embedded: write %s: %w", tmp, err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	size, err := fill(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		_, err = f.Seek(size, io.SeekStart)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, ix.path); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(filepath.Dir(ix.path)); err != nil {
+		ix.log.Warn("recall index: sync directory", "err", err)
+	}
+	return f, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func (ix *Index) start(f *os.File, size int64, st *state) {
+	ix.f = f
+	ix.w = bufio.NewWriterSize(f, 256<<10)
+	ix.size = size
+	ix.st = st
+	ix.unsynced = 0
+}
+
+// load replays the file into memory.
+func (ix *Index) load(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	total := fi.Size()
+	r := bufio.NewReaderSize(f, 1<<20)
+	var h [headerSize]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return fmt.Errorf("read header: %v: %w", err, ErrCorrupt)
+	}
+	dim, err := decodeHeader(h[:])
+	if err != nil {
+		return err
+	}
+	if dim != ix.dim {
+		return fmt.Errorf("file holds %d-dim vectors, want %d: %w", dim, ix.dim, recall.ErrDimension)
+	}
+	st := newState(dim)
+	off := int64(headerSize)
+	var (
+		buf []byte
+		p   prepared
+		n   int64
+	)
+	for {
+		buf, n, err = readRecord(r, total-off, buf)
+		if err == io.EOF {
+			break
+		}
+		if errors.Is(err, errTorn) {
+			ix.log.Warn("recall index: dropping a torn record at the end of the file", "path", ix.path, "offset", off, "bytes", total-off)
+			if err := f.Truncate(off); err != nil {
+				return err
+			}
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("record at offset %d: %w", off, err)
+		}
+		if err := decodePayload(buf, dim, &p.rec, &p.q); err != nil {
+			return fmt.Errorf("record at offset %d: %w", off, err)
+		}
+		ix.apply(st, &p, uint32(n))
+		off += n
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return err
+	}
+	ix.start(f, off, st)
+	return nil
+}
+
+// apply applies a decoded record to st and returns the garbage it makes.
+func (ix *Index) apply(st *state, p *prepared, size uint32) int64 {
+	switch p.rec.typ {
+	case recUpsert:
+		p.tokenize()
+		return st.put(p, size)
+	case recDelete:
+		g, _ := st.remove(p.rec.id)
+		return g + int64(size)
+	case recMeta:
+		return st.setMeta(p.rec.id, p.rec.text, size)
+	}
+	return 0
+}
+
+// tokenize fills p's terms from its text.
+func (p *prepared) tokenize() {
+	toks := recall.AppendTokens(p.terms[:0], p.rec.text)
+	p.dl = len(toks)
+	p.terms, p.tfs = termFreqs(toks, p.tfs)
+}
+
+// writeLocked appends a record to the file.
+func (ix *Index) writeLocked(payload []byte) (uint32, error) {
+	if ix.werr != nil {
+		return 0, ix.werr
+	}
+	ix.enc = appendRecord(ix.enc[:0], payload)
+	if _, err := ix.w.Write(ix.enc); err != nil {
+		ix.werr = fmt.Errorf("embedded: write %s: %w", ix.path, err)
+		return 0, ix.werr
+	}
+	ix.size += int64(len(ix.enc))
+	ix.unsynced++
+	return uint32(len(ix.enc)), nil
+}
+
+// commitLocked hands what was written to the OS, syncs when due, and
+// compacts when the file holds more garbage than live data.
+func (ix *Index) commitLocked() error {
+	if ix.werr != nil {
+		return ix.werr
+	}
+	if err := ix.w.Flush(); err != nil {
+		ix.werr = fmt.Errorf("embedded: write %s: %w", ix.path, err)
+		return ix.werr
+	}
+	if ix.unsynced >= ix.syncEvery {
+		if err := ix.f.Sync(); err != nil {
+			ix.werr = fmt.Errorf("embedded: sync %s: %w", ix.path, err)
+			return ix.werr
+		}
+		ix.unsynced = 0
+	}
+	if garbage := ix.size - ix.st.liveBytes; garbage > ix.compactMin && garbage > ix.st.liveBytes {
+		if err := ix.compactLocked(); err != nil {
+			// The old file is intact; try again once it has grown.
+			ix.log.Warn("recall index: compaction failed", "path", ix.path, "err", err)
+			ix.compactMin = 2 * ix.size
+		}
+	}
+	return nil
+}
+
+// compactLocked rewrites the file with only live records and rebuilds the
+// in-memory index, renumbering slots densely.
+func (ix *Index) compactLocked() error {
+	old := ix.st
+	st := newState(ix.dim)
+	var p prepared
+	var q quantized
+	f, err := ix.writeFile(func(w *bufio.Writer) (int64, error) {
+		size := int64(headerSize)
+		if _, err := w.Write(encodeHeader(ix.dim)); err != nil {
+			return 0, err
+		}
+		var enc, payload []byte
+		write := func() (uint32, error) {
+			enc = appendRecord(enc[:0], payload)
+			_, err := w.Write(enc)
+			size += int64(len(enc))
+			return uint32(len(enc)), err
+		}
+		for s := range old.slots {
+			if old.attrs[s].dead {
+				continue
+			}
+			p.rec = old.record(uint32(s), &q)
+			payload = encodeUpsert(payload[:0], &p.rec)
+			n, err := write()
+			if err != nil {
+				return 0, err
+			}
+			p.tokenize()
+			st.put(&p, n)
+		}
+		for k, m := range old.meta {
+			payload = encodeMeta(payload[:0], k, m.value)
+			n, err := write()
+			if err != nil {
+				return 0, err
+			}
+			st.setMeta(k, m.value, n)
+		}
+		return size, nil
+	})
+	if err != nil {
+		return err
+	}
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	ix.f.Close()
+	ix.start(f, size, st)
+	return nil
+}
+
+func (ix *Index) checkLocked() error {
+	if ix.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Upsert implements recall.Index.
+func (ix *Index) Upsert(ctx context.Context, docs []recall.Doc, vecs [][]float32) error {
+	if vecs != nil && len(vecs) != len(docs) {
+		return fmt.Errorf("embedded: upsert: %d vectors for %d docs", len(vecs), len(docs))
+	}
+	// Validate, quantise and tokenize outside the lock.
+	ps := make([]prepared, len(docs))
+	unit := make([]float32, ix.dim)
+	for i := range docs {
+		d := &docs[i]
+		if len(d.Text) > MaxTextBytes {
+			return fmt.Errorf("embedded: upsert %q: text of %d bytes over %d", d.ID, len(d.Text), MaxTextBytes)
+		}
+		if n := len(d.ID) + len(d.Kind) + len(d.Role) + len(d.Mode) + len(d.Channel) + len(d.Session); n > maxFieldBytes {
+			return fmt.Errorf("embedded: upsert %.64q: id and labels of %d bytes over %d", d.ID, n, maxFieldBytes)
+		}
+		if !finite(d.Salience) {
+			return fmt.Errorf("embedded: upsert %q: salience %v", d.ID, d.Salience)
+		}
+		p := &ps[i]
+		p.rec = record{typ: recUpsert, id: d.ID, kind: d.Kind, role: d.Role, mode: d.Mode, chann: d.Channel, sess: d.Session,
+			text: d.Text, ts: d.TS.UnixMilli(), sal: d.Salience}
+		if vecs != nil {
+			if len(vecs[i]) != ix.dim || ix.dim == 0 {
+				return fmt.Errorf("embedded: upsert %q: vector of %d, index of %d: %w", d.ID, len(vecs[i]), ix.dim, recall.ErrDimension)
+			}
+			if !normalize(unit, vecs[i]) {
+				return fmt.Errorf("embedded: upsert %q: vector has NaN or infinite values", d.ID)
+			}
+			p.q.codes = make([]byte, ix.dim)
+			quantize(unit, &p.q)
+			p.rec.vec = &p.q
+		}
+		p.tokenize()
+		if i%64 == 63 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := ix.checkLocked(); err != nil {
+		return err
+	}
+	var payload []byte
+	for i := range ps {
+		payload = encodeUpsert(payload[:0], &ps[i].rec)
+		n, err := ix.writeLocked(payload)
+		if err != nil {
+			return err
+		}
+		ix.st.put(&ps[i], n)
+	}
+	return ix.commitLocked()
+}
+
+// Delete implements recall.Index.
+func (ix *Index) Delete(ctx context.Context, ids []string) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := ix.checkLocked(); err != nil {
+		return err
+	}
+	var payload []byte
+	for _, id := range ids {
+		if _, ok := ix.st.lookup(id); !ok {
+			continue
+		}
+		payload = encodeDelete(payload[:0], id)
+		if _, err := ix.writeLocked(payload); err != nil {
+			return err
+		}
+		ix.st.remove(id)
+	}
+	return ix.commitLocked()
+}
+
+// Lexical implements recall.Index.
+func (ix *Index) Lexical(ctx context.Context, query string, k int, f recall.Filter) ([]recall.Scored, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if err := ix.checkLocked(); err != nil {
+		return nil, err
+	}
+	cf, ok := ix.st.compile(f)
+	if !ok {
+		return nil, nil
+	}
+	sc := ix.scratch.Get().(*scratch)
+	defer ix.scratch.Put(sc)
+	return ix.scoredLocked(ix.st.lexical(query, k, cf, sc, ix.procs)), nil
+}
+
+// Vector implements recall.Index. Scores are cosine similarities computed
+// from the stored 8-bit codes.
+func (ix *Index) Vector(ctx context.Context, vec []float32, k int, f recall.Filter) ([]recall.Scored, error) {
+	if len(vec) != ix.dim || ix.dim == 0 {
+		return nil, fmt.Errorf("embedded: query vector of %d, index of %d: %w", len(vec), ix.dim, recall.ErrDimension)
+	}
+	unit := make([]float32, ix.dim)
+	if !normalize(unit, vec) {
+		return nil, fmt.Errorf("embedded: query vector has NaN or infinite values")
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if err := ix.checkLocked(); err != nil {
+		return nil, err
+	}
+	cf, ok := ix.st.compile(f)
+	if !ok {
+		return nil, nil
+	}
+	return ix.scoredLocked(ix.st.vector(unit, k, cf, ix.procs)), nil
+}
+
+func (ix *Index) scoredLocked(hits []hit) []recall.Scored {
+	if len(hits) == 0 {
+		return nil
+	}
+	out := make([]recall.Scored, len(hits))
+	for i, h := range hits {
+		out[i] = recall.Scored{ID: string(ix.st.id(h.id)), Score: h.score}
+	}
+	return out
+}
+
+// Docs implements recall.Index.
+func (ix *Index) Docs(ctx context.Context, ids []string) ([]recall.Doc, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if err := ix.checkLocked(); err != nil {
+		return nil, err
+	}
+	var out []recall.Doc
+	for _, id := range ids {
+		if s, ok := ix.st.lookup(id); ok {
+			out = append(out, ix.st.doc(s))
+		}
+	}
+	return out, nil
+}
+
+// Vectors returns the stored (unit, dequantised) vectors of the documents
+// with those ids, in that order; an entry is nil for a document that is
+// not stored or has no vector. It implements recall.VectorStore.
+func (ix *Index) Vectors(ctx context.Context, ids []string) ([][]float32, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if err := ix.checkLocked(); err != nil {
+		return nil, err
+	}
+	out := make([][]float32, len(ids))
+	for i, id := range ids {
+		if s, ok := ix.st.lookup(id); ok && ix.st.slots[s].row >= 0 {
+			out[i] = ix.st.vecs.vector(int(ix.st.slots[s].row))
+		}
+	}
+	return out, nil
+}
+
+// Count implements recall.Index.
+func (ix *Index) Count(ctx context.Context) (int, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if err := ix.checkLocked(); err != nil {
+		return 0, err
+	}
+	return ix.st.live, nil
+}
+
+// Meta implements recall.Index.
+func (ix *Index) Meta(ctx context.Context, key string) (string, bool, error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if err := ix.checkLocked(); err != nil {
+		return "", false, err
+	}
+	m, ok := ix.st.meta[key]
+	return m.value, ok, nil
+}
+
+// SetMeta implements recall.Index.
+func (ix *Index) SetMeta(ctx context.Context, key, value string) error {
+	if len(key)+len(value) > MaxTextBytes {
+		return fmt.Errorf("embedded: meta %q: %d bytes over %d", key, len(key)+len(value), MaxTextBytes)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := ix.checkLocked(); err != nil {
+		return err
+	}
+	n, err := ix.writeLocked(encodeMeta(nil, key, value))
+	if err != nil {
+		return err
+	}
+	ix.st.setMeta(key, value, n)
+	return ix.commitLocked()
+}
+
+// Reset implements recall.Index: it replaces the file with an empty one.
+func (ix *Index) Reset(ctx context.Context) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := ix.checkLocked(); err != nil {
+		return err
+	}
+	old := ix.f
+	if err := ix.create(); err != nil {
+		return err
+	}
+	old.Close()
+	ix.werr = nil
+	return nil
+}
+
+// Flush writes buffered records and syncs the file.
+func (ix *Index) Flush() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := ix.checkLocked(); err != nil {
+		return err
+	}
+	return ix.syncLocked()
+}
+
+func (ix *Index) syncLocked() error {
+	if ix.werr != nil {
+		return ix.werr
+	}
+	if err := ix.w.Flush(); err != nil {
+		return fmt.Errorf("embedded: write %s: %w", ix.path, err)
+	}
+	if err := ix.f.Sync(); err != nil {
+		return fmt.Errorf("embedded: sync %s: %w", ix.path, err)
+	}
+	ix.unsynced = 0
+	return nil
+}
+
+// Close flushes, syncs and closes the file. Closing twice is a no-op.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return nil
+	}
+	ix.closed = true
+	err := ix.syncLocked()
+	if cerr := ix.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("embedded: close %s: %w", ix.path, cerr)
+	}
+	ix.st = nil
+	return err
+}
+
+// Stats describe an index's size.
+type Stats struct {
+	Docs      int   // live documents
+	Vectors   int   // live documents with a vector
+	Slots     int   // live and dead slots (dead ones go at compaction)
+	Terms     int   // distinct terms
+	Postings  int64 // postings held, live or dead
+	FileBytes int64 // the index file
+	TextBytes int64 // the arena holding ids and texts
+}
+
+// Stats returns the index's current size.
+func (ix *Index) Stats() Stats {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed {
+		return Stats{}
+	}
+	st := ix.st
+	vecs := 0
+	for _, r := range st.vecs.rows {
+		if r.slot != deadRow {
+			vecs++
+		}
+	}
+	return Stats{Docs: st.live, Vectors: vecs, Slots: len(st.slots), Terms: len(st.terms), Postings: st.postCount,
+		FileBytes: ix.size, TextBytes: st.arena.size()}
+}
+
+var _ recall.Index = (*Index)(nil)
