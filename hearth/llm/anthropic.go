@@ -529,4 +529,3 @@ func anthropicArguments(text string) json.RawMessage {
 	}
 	return b
 }
-

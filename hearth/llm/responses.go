@@ -527,7 +527,6 @@ func responsesCode(raw json.RawMessage) string {
 	return ""
 }
 
-
 // responsesCall is a function call being streamed.
 type responsesCall struct {
 	itemID string // the output item's id
