@@ -185,6 +185,8 @@ func (h *Hearth) readLoop(c *client, r *ipc.Reader) {
 			}
 		case *ipc.Search:
 			h.search(c, m, reply)
+		case *ipc.Health:
+			reply(h.health(m.Ref))
 		case *ipc.Disconnect:
 			return
 		case *ipc.Connect:
@@ -242,3 +244,16 @@ const (
 	maxSearchSnippet     = 4 << 10
 	searchTimeout        = 10 * time.Second
 )
+
+func (h *Hearth) health(ref string) *ipc.HealthReport {
+	h.mu.Lock()
+	r := &ipc.HealthReport{Ref: ref, State: h.state, Clients: len(h.clients)}
+	if h.current != nil {
+		r.Provider, r.Model = h.current.Name(), h.current.Model()
+	}
+	h.mu.Unlock()
+	if h.cfg.IndexHealth != nil {
+		r.Index = h.cfg.IndexHealth()
+	}
+	return r
+}

@@ -116,12 +116,13 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 	})
 	var memories func(context.Context, string, map[string]bool, int) string
 	var onAppend func(string)
+	var indexHealth func() *ipc.IndexHealth
 	rs, err := openRecall(ctx, root, j, o, log)
 	if err != nil {
 		log.Error("recall unavailable: memory search falls back to keywords", "err", err)
 	} else {
 		defer rs.Close()
-		search, memories, onAppend = rs.search, rs.memories, rs.indexer.Notify
+		search, memories, onAppend, indexHealth = rs.search, rs.memories, rs.indexer.Notify, rs.health
 		indexDone := make(chan struct{})
 		ictx, stopIndexer := context.WithCancel(ctx)
 		go func() {
@@ -158,6 +159,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 		Search:         search,
 		Memories:       memories,
 		OnAppend:       onAppend,
+		IndexHealth:    indexHealth,
 		HistoryTurns:   o.HistoryTurns,
 		ToolTimeout:    o.ToolTimeout,
 		ConfirmTimeout: o.ConfirmTimeout,

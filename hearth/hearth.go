@@ -57,6 +57,9 @@ type Config struct {
 	// OnAppend is told the id of every record hearth appends (the indexer
 	// listens); it must not block.
 	OnAppend func(id string)
+	// IndexHealth reports the recall indexer's progress; nil when recall
+	// is off.
+	IndexHealth func() *ipc.IndexHealth
 	// Search answers clients' search requests; nil means unavailable.
 	Search func(ctx context.Context, query string, k int) ([]tools.Hit, error)
 	// Context returns the system messages injected at the start of every

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mnemo/mnemo/hearth/tools"
+	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/embed"
 	"github.com/mnemo/mnemo/memory/embed/wordvec"
@@ -184,3 +185,13 @@ func oneLine(s string, n int) string {
 
 // Close stops using the index.
 func (rs *recallSystem) Close() error { return rs.index.Close() }
+
+// health reports the indexer's progress in terms safe to show.
+func (rs *recallSystem) health() *ipc.IndexHealth {
+	st := rs.indexer.Status()
+	h := &ipc.IndexHealth{Backend: rs.backend, Embedder: embedderName(rs.embedder), Indexed: st.Indexed, LagMS: st.Lag.Milliseconds(), Failures: st.Failures}
+	if st.Failures > 0 {
+		h.Failing = fmt.Sprintf("indexing is failing; retrying at %s (details in hearth's log)", st.RetryAt.Format(time.TimeOnly))
+	}
+	return h
+}

@@ -72,6 +72,9 @@ var samples = []struct {
 	{ipc.TypeConfirm, &ipc.Confirm{ID: "call_2", Approve: true}},
 	{ipc.TypeSearch, &ipc.Search{Query: "garden", K: 5, Ref: "s1"}},
 	{ipc.TypeSearchResults, &ipc.SearchResults{Ref: "s1", Results: []ipc.SearchHit{{Turn: t1, Score: 2.5}}}},
+	{ipc.TypeHealth, &ipc.Health{Ref: "h1"}},
+	{ipc.TypeHealthReport, &ipc.HealthReport{Ref: "h1", State: ipc.StateIdle, Clients: 2, Provider: "xai", Model: "grok-4.3",
+		Index: &ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec:wink-sg100d:100000", Indexed: 120, LagMS: 1500, Failures: 2, Failing: "indexing is failing; retrying"}}},
 }
 
 // allTypes lists every type constant of protocol v1; a new type must be
@@ -82,6 +85,7 @@ var allTypes = []string{
 	ipc.TypeHistory, ipc.TypeToken, ipc.TypeStatus, ipc.TypeTurn, ipc.TypeDone,
 	ipc.TypeToolCall, ipc.TypeToolResult, ipc.TypeVoiceCredential, ipc.TypeError, ipc.TypePong,
 	ipc.TypeCancel, ipc.TypeConfirmRequest, ipc.TypeConfirm, ipc.TypeSearch, ipc.TypeSearchResults,
+	ipc.TypeHealth, ipc.TypeHealthReport,
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {

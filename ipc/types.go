@@ -33,6 +33,7 @@ const (
 	TypeCancel       = "cancel"
 	TypeConfirm      = "confirm"
 	TypeSearch       = "search"
+	TypeHealth       = "health"
 )
 
 // Message types sent by hearth.
@@ -49,6 +50,7 @@ const (
 	TypePong            = "pong"
 	TypeConfirmRequest  = "confirm_request"
 	TypeSearchResults   = "search_results"
+	TypeHealthReport    = "health_report"
 )
 
 // Msg is any protocol message. Type reports the value of its "type" field.
@@ -331,6 +333,36 @@ type SearchHit struct {
 	Score float64 `json:"score"`
 }
 
+// Health asks hearth how it is doing.
+//
+//	{"type":"health","ref":"h1"}
+type Health struct {
+	Ref string `json:"ref,omitempty"`
+}
+
+// HealthReport answers Health.
+//
+//	{"type":"health_report","ref":"h1","state":"idle","clients":2,"model":"grok-4.3","provider":"xai","index":{"backend":"embedded","embedder":"wordvec:wink-sg100d:100000","indexed":120,"lag_ms":0}}
+type HealthReport struct {
+	Ref      string       `json:"ref,omitempty"`
+	State    string       `json:"state"`
+	Clients  int          `json:"clients"`
+	Provider string       `json:"provider,omitempty"`
+	Model    string       `json:"model,omitempty"`
+	Index    *IndexHealth `json:"index,omitempty"` // nil: recall is off
+}
+
+// IndexHealth is the recall indexer's progress. Failing is safe to show;
+// details are in hearth's log.
+type IndexHealth struct {
+	Backend  string `json:"backend"`
+	Embedder string `json:"embedder"`
+	Indexed  int    `json:"indexed"` // documents written since hearth started
+	LagMS    int64  `json:"lag_ms"`  // how far the index is behind the journal
+	Failures int    `json:"failures,omitempty"`
+	Failing  string `json:"failing,omitempty"`
+}
+
 // Pong answers Ping.
 //
 //	{"type":"pong","ref":"p1"}
@@ -360,6 +392,8 @@ func (*ConfirmRequest) Type() string  { return TypeConfirmRequest }
 func (*Confirm) Type() string         { return TypeConfirm }
 func (*Search) Type() string          { return TypeSearch }
 func (*SearchResults) Type() string   { return TypeSearchResults }
+func (*Health) Type() string          { return TypeHealth }
+func (*HealthReport) Type() string    { return TypeHealthReport }
 
 // newMsg returns a zero message of the named type, or nil.
 func newMsg(typ string) Msg {
@@ -408,6 +442,10 @@ func newMsg(typ string) Msg {
 		return new(Search)
 	case TypeSearchResults:
 		return new(SearchResults)
+	case TypeHealth:
+		return new(Health)
+	case TypeHealthReport:
+		return new(HealthReport)
 	}
 	return nil
 }

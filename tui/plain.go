@@ -261,3 +261,47 @@ func (v *chatView) endStream() {
 		v.streaming = false
 	}
 }
+
+// Status prints hearth's health report: agent state, clients, model and
+// the recall index's progress.
+func Status(ctx context.Context, o Options, w io.Writer) error {
+	conn, err := ipc.Dial(ctx, o.Addr, o.dial())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.Send(&ipc.Health{Ref: "status"}); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	for {
+		m, err := conn.Recv(ctx)
+		if err != nil {
+			return fmt.Errorf("connection to hearth lost: %w", err)
+		}
+		switch m := m.(type) {
+		case *ipc.HealthReport:
+			fmt.Fprintf(w, "hearth %s: %s, %d client(s), model %s\n", conn.History().Server, m.State, m.Clients, orNone(m.Provider, m.Model))
+			if ix := m.Index; ix != nil {
+				fmt.Fprintf(w, "recall: %s index, embedder %s, %d documents indexed since start, %s behind the journal\n",
+					ix.Backend, ix.Embedder, ix.Indexed, time.Duration(ix.LagMS)*time.Millisecond)
+				if ix.Failing != "" {
+					fmt.Fprintf(w, "recall: %s (%d failures)\n", ix.Failing, ix.Failures)
+				}
+			} else {
+				fmt.Fprintln(w, "recall: off (keyword search over the journal)")
+			}
+			return nil
+		case *ipc.Error:
+			if m.Ref == "status" || m.Ref == "" {
+				return m
+			}
+		}
+	}
+}
+
+func orNone(provider, model string) string {
+	if provider == "" {
+		return "none configured"
+	}
+	return provider + " " + model
+}

@@ -69,6 +69,9 @@ func TestRecallIndexesSearchesAndRebuilds(t *testing.T) {
 		c.Send(&ipc.Transcript{Role: ipc.RoleUser, Text: said})
 	}
 	hits := searchUntil(t, c, "what grows in the garden", "tomatoes")
+	if out := runMnemo(t, d.addr, "status"); !strings.Contains(out, "recall: embedded index") || !strings.Contains(out, "3 documents indexed") {
+		t.Errorf("mnemo status printed %q", out)
+	}
 	if !strings.Contains(hits[0].Turn.Content, "tomatoes") {
 		t.Errorf("best hit = %q, want the garden turn", hits[0].Turn.Content)
 	}

@@ -41,6 +41,7 @@ commands:
   chat            chat line by line
   send TEXT...    send one message and stream the reply
   history         print the recent conversation
+  status          hearth's health: agent state, model, recall index progress
   ping [-wait D]  check that hearth answers, waiting up to D
 
 The token comes from APP_AUTH_TOKEN, else from the file hearth writes.
@@ -108,6 +109,8 @@ func run() error {
 			return errors.New(`send needs the text: mnemo send "hello"`)
 		}
 		return tui.Send(ctx, o, text, os.Stdout)
+	case "status":
+		return tui.Status(ctx, o, os.Stdout)
 	case "history":
 		return tui.History(ctx, o, os.Stdout)
 	default:
