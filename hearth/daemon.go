@@ -108,30 +108,29 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 			return err
 		}
 	}
-	// Recall: hybrid search over an index the indexer keeps up to date in
-	// the background. If it cannot start, hearth still chats and searches
-	// the journal by keyword.
-	search := tools.KeywordSearch(func(ctx context.Context, fn func(tools.Rec) error) error {
+	// Recall opens in the background (a large index takes seconds to
+	// load) while hearth already serves; until it is up, and if it cannot
+	// start, memory search falls back to keywords over the journal.
+	keyword := tools.KeywordSearch(func(ctx context.Context, fn func(tools.Rec) error) error {
 		return j.Scan(ctx, func(r journal.Record) error { return fn(toolRec(r)) })
 	})
-	var memories func(context.Context, string, map[string]bool, int) string
-	var onAppend func(string)
-	var indexHealth func() *ipc.IndexHealth
-	rs, err := openRecall(ctx, root, j, o, log)
-	if err != nil {
-		log.Error("recall unavailable: memory search falls back to keywords", "err", err)
-	} else {
+	recallCtx, stopRecall := context.WithCancel(ctx)
+	lr := &lateRecall{keyword: keyword}
+	recallDone := make(chan struct{})
+	go func() {
+		defer close(recallDone)
+		rs, err := openRecall(recallCtx, root, j, o, log)
+		if err != nil {
+			log.Error("recall unavailable: memory search falls back to keywords", "err", err)
+			return
+		}
 		defer rs.Close()
-		search, memories, onAppend, indexHealth = rs.search, rs.memories, rs.indexer.Notify, rs.health
-		indexDone := make(chan struct{})
-		ictx, stopIndexer := context.WithCancel(ctx)
-		go func() {
-			defer close(indexDone)
-			rs.indexer.Run(ictx)
-		}()
-		defer func() { stopIndexer(); <-indexDone }()
-		log.Info("recall", "backend", rs.backend, "embedder", embedderName(rs.embedder))
-	}
+		lr.rs.Store(rs)
+		log.Info("recall ready", "backend", rs.backend, "embedder", embedderName(rs.embedder))
+		rs.indexer.Run(recallCtx)
+	}()
+	defer func() { stopRecall(); <-recallDone }()
+	search := lr.search
 	registry := tools.New(tools.Options{
 		GatewayPath: gateway,
 		Builtins: []tools.Builtin{
@@ -157,9 +156,9 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 		Resolve:        resolver.Resolve,
 		Tools:          registry,
 		Search:         search,
-		Memories:       memories,
-		OnAppend:       onAppend,
-		IndexHealth:    indexHealth,
+		Memories:       lr.memories,
+		OnAppend:       lr.notify,
+		IndexHealth:    lr.health,
 		HistoryTurns:   o.HistoryTurns,
 		ToolTimeout:    o.ToolTimeout,
 		ConfirmTimeout: o.ConfirmTimeout,

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mnemo/mnemo/hearth/tools"
@@ -194,4 +195,39 @@ func (rs *recallSystem) health() *ipc.IndexHealth {
 		h.Failing = fmt.Sprintf("indexing is failing; retrying at %s (details in hearth's log)", st.RetryAt.Format(time.TimeOnly))
 	}
 	return h
+}
+
+// lateRecall is the recall system once it is open; before that (or when
+// it could not open) search falls back to keywords and nothing is injected.
+type lateRecall struct {
+	rs      atomic.Pointer[recallSystem]
+	keyword func(ctx context.Context, query string, k int) ([]tools.Hit, error)
+}
+
+func (l *lateRecall) search(ctx context.Context, query string, k int) ([]tools.Hit, error) {
+	if rs := l.rs.Load(); rs != nil {
+		return rs.search(ctx, query, k)
+	}
+	return l.keyword(ctx, query, k)
+}
+
+func (l *lateRecall) memories(ctx context.Context, query string, exclude map[string]bool, budget int) string {
+	if rs := l.rs.Load(); rs != nil {
+		return rs.memories(ctx, query, exclude, budget)
+	}
+	return ""
+}
+
+// notify needs no queue before the indexer runs: it starts from its cursor.
+func (l *lateRecall) notify(id string) {
+	if rs := l.rs.Load(); rs != nil {
+		rs.indexer.Notify(id)
+	}
+}
+
+func (l *lateRecall) health() *ipc.IndexHealth {
+	if rs := l.rs.Load(); rs != nil {
+		return rs.health()
+	}
+	return nil
 }

@@ -288,7 +288,7 @@ func Status(ctx context.Context, o Options, w io.Writer) error {
 					fmt.Fprintf(w, "recall: %s (%d failures)\n", ix.Failing, ix.Failures)
 				}
 			} else {
-				fmt.Fprintln(w, "recall: off (keyword search over the journal)")
+				fmt.Fprintln(w, "recall: not running (opening, or unavailable: see hearth's log); search uses keywords over the journal")
 			}
 			return nil
 		case *ipc.Error:
