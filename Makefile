@@ -21,7 +21,7 @@ WINK_SRI    := sha512-SN/Ar/UzotWhkJiSQ+WUN/L+UCKvNU1sYgUlFzJv5QpC2qg14txpGafTxV
 VECTORS     := $(VECTORS_DIR)/wink-sg100-100k.bin
 WORDVEC_SRC := $(filter-out %_test.go,$(wildcard memory/embed/wordvec/*.go memory/embed/wordvec/cmd/mkvectors/*.go))
 
-.PHONY: all build run test deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent fuzz clean
+.PHONY: all build run test deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale fuzz clean
 
 all: build
 
@@ -80,6 +80,15 @@ bench-journal:
 
 bench-agent:
 	$(GO) test -run '^$$' -bench . -timeout 30m ./hearth/agent/ ./hearth/tools/ ./hearth/llm/
+
+# LoCoMo retrieval benchmark: $MNEMO_LOCOMO or ../shared/bench/locomo/locomo10.json
+# (skips cleanly when absent); lexical, vector and hybrid in one table.
+bench-recall: vectors
+	$(GO) run ./bench/cmd/recall -vectors $(VECTORS) $(RECALL_FLAGS)
+
+# Synthetic journal at 10k/100k/1M turns (~2 min, ~1 GB RSS at 1M).
+bench-recall-scale: vectors
+	$(GO) run ./bench/cmd/scale -vectors $(VECTORS) $(SCALE_FLAGS)
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

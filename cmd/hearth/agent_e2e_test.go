@@ -97,7 +97,7 @@ func TestMCPToolsFromGateway(t *testing.T) {
 	entry := map[string]any{"label": "loud", "url": url, "headers": map[string]string{"Authorization": "Bearer ${MCP_AUTH_TOKEN}"}}
 	writeJSON(t, gateway, map[string]any{"servers": []any{entry}})
 	d := startDaemon(t, t.TempDir(), append(openaiEnv(model), "MCP_AUTH_TOKEN=mcp-secret-token"), "-gateway", gateway)
-	c := mustDial(t, d.addr)
+	c := mustDial(t, d.Addr)
 
 	model.Enqueue(
 		llmtest.Reply{Chunks: []llmtest.Chunk{{Text: "checking"}}, ToolCalls: []llmtest.ToolCall{{ID: "call_1", Name: "loud__shout", Arguments: `{"text":"hello","reason":"the owner wants it loud"}`}}},
@@ -144,10 +144,10 @@ func TestMCPToolsFromGateway(t *testing.T) {
 			t.Errorf("the model was sent the MCP token")
 		}
 	}
-	if strings.Contains(d.logText(), "mcp-secret-token") {
+	if strings.Contains(d.Log(), "mcp-secret-token") {
 		t.Errorf("hearth logged the MCP token")
 	}
-	shards, _ := filepath.Glob(filepath.Join(d.root, "threads", "*.jsonl"))
+	shards, _ := filepath.Glob(filepath.Join(d.Root, "threads", "*.jsonl"))
 	for _, s := range shards {
 		b, _ := os.ReadFile(s)
 		if strings.Contains(string(b), "mcp-secret-token") {
@@ -185,7 +185,7 @@ func TestSwapProviderAndModelByPreference(t *testing.T) {
 	root := t.TempDir()
 	env := append(openaiEnv(openai), "ANTHROPIC_API_KEY=ak-test", "ANTHROPIC_BASE_URL="+anthropic.BaseURL())
 	d := startDaemon(t, root, env)
-	c := mustDial(t, d.addr)
+	c := mustDial(t, d.Addr)
 
 	c.Send(&ipc.Message{Content: "first"})
 	if text, _, herr := reply(t, c); herr != nil || text != "echo: first" {
@@ -226,15 +226,15 @@ func TestXAIResponsesContinuesAcrossRestart(t *testing.T) {
 	root := t.TempDir()
 	env := []string{"XAI_API_KEY=xai-key", "XAI_BASE_URL=" + xai.BaseURL()}
 	d := startDaemon(t, root, env)
-	c := mustDial(t, d.addr)
+	c := mustDial(t, d.Addr)
 	c.Send(&ipc.Message{Content: "remember the tomatoes"})
 	if _, _, herr := reply(t, c); herr != nil {
 		t.Fatal(herr)
 	}
-	d.stop(t)
+	d.Stop(t)
 
 	d = startDaemon(t, root, env)
-	c = mustDial(t, d.addr)
+	c = mustDial(t, d.Addr)
 	c.Send(&ipc.Message{Content: "what did I say?"})
 	if _, _, herr := reply(t, c); herr != nil {
 		t.Fatal(herr)
@@ -272,7 +272,7 @@ func TestErrorEventsAreSafe(t *testing.T) {
 	gateway := filepath.Join(t.TempDir(), "gateway.json")
 	writeJSON(t, gateway, map[string]any{"servers": []any{map[string]any{"label": "loud", "url": url}}})
 	d := startDaemon(t, t.TempDir(), []string{"MNEMO_PROVIDER=openai", "OPENAI_BASE_URL=" + model.URL, "OPENAI_API_KEY=sk-secret-test"}, "-gateway", gateway)
-	c := mustDial(t, d.addr)
+	c := mustDial(t, d.Addr)
 
 	model.Enqueue(
 		llmtest.Reply{Status: 500},

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -11,135 +10,36 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mnemo/mnemo/hearth/hearthtest"
 	"github.com/mnemo/mnemo/hearth/llm/llmtest"
 	"github.com/mnemo/mnemo/ipc"
 )
 
-const token = "e2e-token-0123456789abcdef"
+const token = hearthtest.Token
 
 // bins holds the real binaries, built once with the race detector.
-var bins struct {
-	hearth, mnemo string
-}
+var bins hearthtest.Binaries
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mnemo-e2e-bin")
-	if err != nil {
+	var err error
+	if bins, err = hearthtest.Build(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bins.hearth = filepath.Join(dir, "hearth")
-	bins.mnemo = filepath.Join(dir, "mnemo")
-	for out, pkg := range map[string]string{bins.hearth: "github.com/mnemo/mnemo/cmd/hearth", bins.mnemo: "github.com/mnemo/mnemo/cmd/mnemo"} {
-		cmd := exec.Command("go", "build", "-race", "-o", out, pkg)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build", pkg, err)
-			os.Exit(1)
-		}
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	os.RemoveAll(bins.Dir)
 	os.Exit(code)
 }
 
-// daemon is one run of the real hearth binary.
-type daemon struct {
-	cmd  *exec.Cmd
-	addr string
-	root string
-	done chan error
-	mu   sync.Mutex
-	log  bytes.Buffer
-}
-
-var listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
-
-// startDaemon runs hearth on a loopback port with root and env, and waits
-// until it listens.
-func startDaemon(t *testing.T, root string, env []string, args ...string) *daemon {
+// startDaemon runs the real hearth on a loopback port with root and env.
+func startDaemon(t *testing.T, root string, env []string, args ...string) *hearthtest.Daemon {
 	t.Helper()
-	home := t.TempDir()
-	cmd := exec.Command(bins.hearth, append([]string{"-addr", "127.0.0.1:0", "-root", root}, args...)...)
-	cmd.Env = append([]string{
-		"HOME=" + home,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"PATH=" + os.Getenv("PATH"),
-		"APP_AUTH_TOKEN=" + token,
-	}, env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d := &daemon{cmd: cmd, root: root, done: make(chan error, 1)}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			d.mu.Lock()
-			d.log.WriteString(line + "\n")
-			d.mu.Unlock()
-			if m := listening.FindStringSubmatch(line); m != nil {
-				addr <- m[1]
-			}
-		}
-		d.done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-d.done
-		}
-		if t.Failed() {
-			t.Logf("hearth log:\n%s", d.logText())
-		}
-	})
-	select {
-	case d.addr = <-addr:
-		return d
-	case err := <-d.done:
-		t.Fatalf("hearth exited before listening: %v\n%s", err, d.logText())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("hearth did not listen in time\n%s", d.logText())
-	}
-	return nil
-}
-
-func (d *daemon) logText() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.log.String()
-}
-
-// stop sends SIGTERM and waits for a clean exit.
-func (d *daemon) stop(t *testing.T) {
-	t.Helper()
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-d.done:
-		if err != nil {
-			t.Errorf("hearth exit: %v\n%s", err, d.logText())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("hearth did not stop on SIGTERM")
-	}
-}
-
-func (d *daemon) kill(t *testing.T) {
-	t.Helper()
-	d.cmd.Process.Kill()
-	<-d.done
+	return hearthtest.Start(t, bins.Hearth, hearthtest.Options{Root: root, Env: env, Args: args})
 }
 
 func dial(t *testing.T, addr, tok string) (*ipc.Conn, error) {
@@ -188,16 +88,14 @@ func reply(t *testing.T, c *ipc.Conn) (streamed string, done *ipc.Done, herr *ip
 	}
 }
 
-func openaiEnv(s *llmtest.Server) []string {
-	return []string{"MNEMO_PROVIDER=openai", "OPENAI_BASE_URL=" + s.URL, "OPENAI_API_KEY=sk-test", "MNEMO_MODEL=stand-in"}
-}
+func openaiEnv(s *llmtest.Server) []string { return hearthtest.OpenAIEnv(s) }
 
 func TestChatTwoClientsRestartHistory(t *testing.T) {
 	model := llmtest.NewOpenAI(t, "sk-test")
 	root := t.TempDir()
 	d := startDaemon(t, root, openaiEnv(model))
 
-	a, b := mustDial(t, d.addr), mustDial(t, d.addr)
+	a, b := mustDial(t, d.Addr), mustDial(t, d.Addr)
 	if n := len(a.History().Turns); n != 0 {
 		t.Fatalf("fresh root has %d turns", n)
 	}
@@ -225,14 +123,14 @@ func TestChatTwoClientsRestartHistory(t *testing.T) {
 
 	// The real client prints a streamed reply.
 	model.Enqueue(llmtest.Reply{Chunks: []llmtest.Chunk{{Text: "from "}, {Text: "cli"}}})
-	out := runMnemo(t, d.addr, "send", "and", "you?")
+	out := runMnemo(t, d.Addr, "send", "and", "you?")
 	if out != "from cli\n" {
 		t.Errorf("mnemo send printed %q", out)
 	}
 
-	d.stop(t)
+	d.Stop(t)
 	d = startDaemon(t, root, openaiEnv(model))
-	h := mustDial(t, d.addr).History()
+	h := mustDial(t, d.Addr).History()
 	var got []string
 	for _, turn := range h.Turns {
 		got = append(got, turn.Role+":"+turn.Content)
@@ -241,7 +139,7 @@ func TestChatTwoClientsRestartHistory(t *testing.T) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("history after restart = %q, want %q", got, want)
 	}
-	if out := runMnemo(t, d.addr, "history"); !strings.Contains(out, "agent: from cli") {
+	if out := runMnemo(t, d.Addr, "history"); !strings.Contains(out, "agent: from cli") {
 		t.Errorf("mnemo history printed %q", out)
 	}
 	// Injected context is never stored.
@@ -261,7 +159,7 @@ func runMnemo(t *testing.T, addr string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bins.mnemo, append([]string{"-addr", addr}, args...)...)
+	cmd := exec.CommandContext(ctx, bins.Mnemo, append([]string{"-addr", addr}, args...)...)
 	cmd.Env = []string{"HOME=" + t.TempDir(), "APP_AUTH_TOKEN=" + token}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -274,13 +172,13 @@ func runMnemo(t *testing.T, addr string, args ...string) string {
 
 func TestWrongTokenGetsOnlyAnError(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), nil)
-	_, err := dial(t, d.addr, "not-the-token")
+	_, err := dial(t, d.Addr, "not-the-token")
 	var herr *ipc.Error
 	if !errors.As(err, &herr) || herr.Code != ipc.CodeUnauthorized {
 		t.Fatalf("dial with a wrong token: %v, want unauthorized", err)
 	}
 	// By hand: one error line, then the connection closes.
-	nc, err := net.Dial("tcp", d.addr)
+	nc, err := net.Dial("tcp", d.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +196,7 @@ func TestWrongTokenGetsOnlyAnError(t *testing.T) {
 
 func TestNoProviderStillServes(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), nil)
-	c := mustDial(t, d.addr)
+	c := mustDial(t, d.Addr)
 	c.Send(&ipc.Message{Content: "anyone?"})
 	_, _, herr := reply(t, c)
 	if herr == nil || herr.Code != ipc.CodeNoProvider || !strings.Contains(herr.Message, "XAI_API_KEY") {
@@ -314,7 +212,7 @@ func TestProviderDown(t *testing.T) {
 	deadURL := "http://" + ln.Addr().String() + "/v1"
 	ln.Close() // nothing listens there now
 	d := startDaemon(t, t.TempDir(), []string{"MNEMO_PROVIDER=openai", "OPENAI_BASE_URL=" + deadURL, "OPENAI_API_KEY=sk-secret-value"})
-	c := mustDial(t, d.addr)
+	c := mustDial(t, d.Addr)
 	c.Send(&ipc.Message{Content: "hello", Ref: "x"})
 	_, _, herr := reply(t, c)
 	if herr == nil || herr.Code != ipc.CodeProviderError || herr.Ref != "x" {
@@ -325,7 +223,7 @@ func TestProviderDown(t *testing.T) {
 			t.Errorf("error message %q leaks %q", herr.Message, leak)
 		}
 	}
-	if strings.Contains(d.logText(), "sk-secret-value") {
+	if strings.Contains(d.Log(), "sk-secret-value") {
 		t.Errorf("hearth's log holds the API key")
 	}
 }
@@ -334,7 +232,7 @@ func TestXAIStyleStream(t *testing.T) {
 	model := llmtest.NewOpenAI(t, "xai-key")
 	d := startDaemon(t, t.TempDir(), []string{"XAI_API_KEY=xai-key", "XAI_BASE_URL=" + model.URL, "MNEMO_XAI_API=chat"})
 	model.Enqueue(llmtest.Reply{UsageEveryChunk: true, Chunks: []llmtest.Chunk{{Text: "grok "}, {Text: "says hi"}}})
-	c := mustDial(t, d.addr)
+	c := mustDial(t, d.Addr)
 	if p := c.History().Provider; p != "xai" {
 		t.Errorf("provider = %q, want xai", p)
 	}
@@ -352,21 +250,21 @@ func TestSlowClientDropped(t *testing.T) {
 	model := llmtest.NewOpenAI(t, "sk-test")
 	d := startDaemon(t, t.TempDir(), openaiEnv(model))
 
-	slow, err := net.Dial("tcp", d.addr)
+	slow, err := net.Dial("tcp", d.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer slow.Close()
 	slow.(*net.TCPConn).SetReadBuffer(256 << 10)
 	fmt.Fprintf(slow, `{"type":"connect","token":%q}`+"\n", token)
-	fast := mustDial(t, d.addr)
+	fast := mustDial(t, d.Addr)
 
 	// The stuck client starts reading again as soon as hearth drops it,
 	// well within hearth's 5 s grace, so it can read why it was dropped.
 	slowGot := make(chan []byte, 1)
 	go func() {
 		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-			if strings.Contains(d.logText(), "dropping client") {
+			if strings.Contains(d.Log(), "dropping client") {
 				break
 			}
 		}
@@ -390,7 +288,7 @@ func TestSlowClientDropped(t *testing.T) {
 		if herr != nil || len(text) != n*size {
 			t.Fatalf("reply %d: fast client got %d bytes (err %v), want %d", i, len(text), herr, n*size)
 		}
-		if strings.Contains(d.logText(), "dropping client") {
+		if strings.Contains(d.Log(), "dropping client") {
 			break // the slow client is out; the rest would prove nothing new
 		}
 	}
@@ -405,7 +303,7 @@ func TestSlowClientDropped(t *testing.T) {
 	if text, _, herr := reply(t, fast); herr != nil || text != "still here" {
 		t.Errorf("after the drop the fast client got %.40q (%d bytes), %v", text, len(text), herr)
 	}
-	if !strings.Contains(d.logText(), "dropping client") {
+	if !strings.Contains(d.Log(), "dropping client") {
 		t.Errorf("hearth did not log the drop")
 	}
 }
@@ -420,7 +318,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	acked := map[string]string{} // ref -> stored id
 	var wg sync.WaitGroup
 	for w := range 4 {
-		c := mustDial(t, d.addr)
+		c := mustDial(t, d.Addr)
 		wg.Add(2)
 		go func() { // writer: transcripts need no model, so appends run flat out
 			defer wg.Done()
@@ -456,7 +354,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling a counter, not synchronising
 	}
-	d.kill(t)
+	d.Kill(t)
 	cancel()
 	wg.Wait()
 
@@ -473,7 +371,7 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 	f.Close()
 
 	d = startDaemon(t, root, nil, "-history", "5000")
-	c := mustDial(t, d.addr)
+	c := mustDial(t, d.Addr)
 	have := map[string]bool{}
 	for _, turn := range c.History().Turns {
 		have[turn.ID] = true
@@ -511,13 +409,13 @@ func TestCrashLosesNoAcknowledgedTurn(t *testing.T) {
 			break
 		}
 	}
-	if !strings.Contains(d.logText(), "level=WARN") {
+	if !strings.Contains(d.Log(), "level=WARN") {
 		t.Errorf("the torn line was skipped without a warning")
 	}
 }
 
 func TestRefusesNetworkBindWithoutToken(t *testing.T) {
-	cmd := exec.Command(bins.hearth, "-addr", "0.0.0.0:0", "-listen-remote", "-root", t.TempDir())
+	cmd := exec.Command(bins.Hearth, "-addr", "0.0.0.0:0", "-listen-remote", "-root", t.TempDir())
 	cmd.Env = []string{"HOME=" + t.TempDir()}
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "APP_AUTH_TOKEN") {
@@ -530,7 +428,7 @@ func TestRefusesRootWithoutVersionHistory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, ".git"), []byte("not a repository"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bins.hearth, "-addr", "127.0.0.1:0", "-root", root)
+	cmd := exec.Command(bins.Hearth, "-addr", "127.0.0.1:0", "-root", root)
 	cmd.Env = []string{"HOME=" + t.TempDir(), "APP_AUTH_TOKEN=" + token}
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "version history") {
@@ -546,7 +444,7 @@ func TestMnemoChatPipe(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bins.mnemo, "-addr", d.addr)
+	cmd := exec.CommandContext(ctx, bins.Mnemo, "-addr", d.Addr)
 	cmd.Env = []string{"HOME=" + t.TempDir(), "APP_AUTH_TOKEN=" + token}
 	cmd.Stdin = strings.NewReader("one\n\ntwo\n")
 	out, err := cmd.CombinedOutput()

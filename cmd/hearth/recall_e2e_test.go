@@ -60,7 +60,7 @@ func TestRecallIndexesSearchesAndRebuilds(t *testing.T) {
 	model := llmtest.NewOpenAI(t, "sk-test")
 	root := t.TempDir()
 	d := startDaemon(t, root, openaiEnv(model), vectorsArgs()...)
-	c := mustDial(t, d.addr)
+	c := mustDial(t, d.Addr)
 	for _, said := range []string{
 		"We planted tomatoes and basil in the raised garden bed in May.",
 		"My sister Ana is moving to Lisbon next spring.",
@@ -69,13 +69,13 @@ func TestRecallIndexesSearchesAndRebuilds(t *testing.T) {
 		c.Send(&ipc.Transcript{Role: ipc.RoleUser, Text: said})
 	}
 	hits := searchUntil(t, c, "what grows in the garden", "tomatoes")
-	if out := runMnemo(t, d.addr, "status"); !strings.Contains(out, "recall: embedded index") || !strings.Contains(out, "3 documents indexed") {
+	if out := runMnemo(t, d.Addr, "status"); !strings.Contains(out, "recall: embedded index") || !strings.Contains(out, "3 documents indexed") {
 		t.Errorf("mnemo status printed %q", out)
 	}
 	if !strings.Contains(hits[0].Turn.Content, "tomatoes") {
 		t.Errorf("best hit = %q, want the garden turn", hits[0].Turn.Content)
 	}
-	d.stop(t)
+	d.Stop(t)
 
 	// A corrupt index is detected at start and rebuilt from the journal.
 	files, _ := filepath.Glob(filepath.Join(root, "index", "embedded", "*"))
@@ -88,12 +88,12 @@ func TestRecallIndexesSearchesAndRebuilds(t *testing.T) {
 		}
 	}
 	d = startDaemon(t, root, openaiEnv(model), vectorsArgs()...)
-	c = mustDial(t, d.addr)
+	c = mustDial(t, d.Addr)
 	searchUntil(t, c, "Lisbon", "Ana")
-	d.stop(t)
+	d.Stop(t)
 
 	// hearth reindex rebuilds it on demand.
-	cmd := exec.Command(bins.hearth, append(append([]string{"-root", root}, vectorsArgs()...), "reindex")...)
+	cmd := exec.Command(bins.Hearth, append(append([]string{"-root", root}, vectorsArgs()...), "reindex")...)
 	cmd.Env = []string{"HOME=" + t.TempDir()}
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "indexed 3 documents") {

@@ -16,6 +16,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/mnemo/mnemo/data"
+	"github.com/mnemo/mnemo/hearth/hearthtest"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
@@ -61,9 +62,7 @@ func BenchmarkStartup1M(b *testing.B) {
 		addr := ""
 		sc := bufio.NewScanner(stderr)
 		for addr == "" && sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				addr = m[1]
-			}
+			addr, _ = hearthtest.ListenAddr(sc.Text())
 		}
 		if addr == "" {
 			cmd.Process.Kill()

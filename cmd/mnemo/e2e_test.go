@@ -6,142 +6,46 @@ package main_test
 // They skip when tmux is not installed (CI installs it).
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mnemo/mnemo/hearth/hearthtest"
 	"github.com/mnemo/mnemo/hearth/llm/llmtest"
 )
 
-const token = "e2e-token-0123456789abcdef"
+const token = hearthtest.Token
 
 // bins holds the real binaries, built once with the race detector.
-var bins struct {
-	hearth, mnemo string
-}
+var bins hearthtest.Binaries
 
 func TestMain(m *testing.M) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		os.Exit(m.Run()) // every test skips: nothing to build
 	}
-	dir, err := os.MkdirTemp("", "mnemo-tui-e2e")
-	if err != nil {
+	var err error
+	if bins, err = hearthtest.Build(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bins.hearth = filepath.Join(dir, "hearth")
-	bins.mnemo = filepath.Join(dir, "mnemo")
-	for out, pkg := range map[string]string{bins.hearth: "github.com/mnemo/mnemo/cmd/hearth", bins.mnemo: "github.com/mnemo/mnemo/cmd/mnemo"} {
-		cmd := exec.Command("go", "build", "-race", "-o", out, pkg)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build", pkg, err)
-			os.Exit(1)
-		}
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	os.RemoveAll(bins.Dir)
 	os.Exit(code)
 }
 
-// daemon is one run of the real hearth binary.
-type daemon struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan error
-	mu   sync.Mutex
-	log  bytes.Buffer
-}
-
-var listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
-
 // startDaemon runs hearth on addr (127.0.0.1:0 for any port) with root,
-// and waits until it listens.
-func startDaemon(t *testing.T, root, addr string, env []string) *daemon {
+// keeping its home beside the root so that a restart finds the same one.
+func startDaemon(t *testing.T, root, addr string, env []string) *hearthtest.Daemon {
 	t.Helper()
-	home := filepath.Join(root, "..", "hearth-home")
-	cmd := exec.Command(bins.hearth, "-addr", addr, "-root", root)
-	cmd.Env = append([]string{
-		"HOME=" + home,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
-		"PATH=" + os.Getenv("PATH"),
-		"APP_AUTH_TOKEN=" + token,
-	}, env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d := &daemon{cmd: cmd, done: make(chan error, 1)}
-	addrc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			d.mu.Lock()
-			d.log.WriteString(line + "\n")
-			d.mu.Unlock()
-			if m := listening.FindStringSubmatch(line); m != nil {
-				addrc <- m[1]
-			}
-		}
-		d.done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			<-d.done
-		}
-		if t.Failed() {
-			t.Logf("hearth log:\n%s", d.logText())
-		}
-	})
-	select {
-	case d.addr = <-addrc:
-		return d
-	case err := <-d.done:
-		t.Fatalf("hearth exited before listening: %v\n%s", err, d.logText())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("hearth did not listen in time\n%s", d.logText())
-	}
-	return nil
+	return hearthtest.Start(t, bins.Hearth, hearthtest.Options{Root: root, Addr: addr, Home: filepath.Join(root, "..", "hearth-home"), Env: env})
 }
 
-func (d *daemon) logText() string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.log.String()
-}
-
-// stop sends SIGTERM and waits for a clean exit.
-func (d *daemon) stop(t *testing.T) {
-	t.Helper()
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-d.done:
-		if err != nil {
-			t.Errorf("hearth exit: %v\n%s", err, d.logText())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("hearth did not stop on SIGTERM")
-	}
-}
-
-func openaiEnv(s *llmtest.Server) []string {
-	return []string{"MNEMO_PROVIDER=openai", "OPENAI_BASE_URL=" + s.URL, "OPENAI_API_KEY=sk-test", "MNEMO_MODEL=stand-in"}
-}
+func openaiEnv(s *llmtest.Server) []string { return hearthtest.OpenAIEnv(s) }
 
 // tmux is a tmux server of the test's own.
 type tmux struct {
@@ -186,7 +90,7 @@ func (tm *tmux) must(args ...string) string {
 func mnemoCmd(t *testing.T, addr string) string {
 	home := t.TempDir()
 	return fmt.Sprintf("env HOME=%s XDG_STATE_HOME=%s XDG_CONFIG_HOME=%s APP_AUTH_TOKEN=%s %s --addr %s",
-		home, filepath.Join(home, "state"), filepath.Join(home, "config"), token, bins.mnemo, addr)
+		home, filepath.Join(home, "state"), filepath.Join(home, "config"), token, bins.Mnemo, addr)
 }
 
 // start opens a session of w×h running command and returns its pane.
@@ -252,7 +156,7 @@ func TestTUIStreamsAndSurvivesRestart(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
 	d := startDaemon(t, root, "127.0.0.1:0", openaiEnv(model))
 
-	pane := tm.start(100, 30, mnemoCmd(t, d.addr))
+	pane := tm.start(100, 30, mnemoCmd(t, d.Addr))
 	tm.waitText(pane, "● connected")
 
 	// Keystroke to screen: from send-keys of a character until
@@ -306,11 +210,11 @@ func TestTUIStreamsAndSurvivesRestart(t *testing.T) {
 	}
 
 	// hearth restarts: the client shows it, reconnects, resyncs.
-	d.stop(t)
+	d.Stop(t)
 	tm.waitFor(pane, "the reconnecting state", func(s string) bool {
-		return strings.Contains(s, "reconnecting") && strings.Contains(s, "hearth is not running on "+d.addr)
+		return strings.Contains(s, "reconnecting") && strings.Contains(s, "hearth is not running on "+d.Addr)
 	})
-	d = startDaemon(t, root, d.addr, openaiEnv(model))
+	d = startDaemon(t, root, d.Addr, openaiEnv(model))
 	s := tm.waitText(pane, "reconnected · resynced")
 	for _, want := range []string{"what about the garden?", "The garden plan"} {
 		if n := strings.Count(s, want); n != 1 {
@@ -331,8 +235,8 @@ func TestTUITwoClientsSideBySide(t *testing.T) {
 	model := llmtest.NewOpenAI(t, "sk-test")
 	d := startDaemon(t, filepath.Join(t.TempDir(), "root"), "127.0.0.1:0", openaiEnv(model))
 
-	left := tm.start(160, 30, mnemoCmd(t, d.addr))
-	right := tm.split(left, mnemoCmd(t, d.addr))
+	left := tm.start(160, 30, mnemoCmd(t, d.Addr))
+	right := tm.split(left, mnemoCmd(t, d.Addr))
 	tm.waitText(left, "● connected")
 	tm.waitText(right, "● connected")
 

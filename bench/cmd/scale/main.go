@@ -1,0 +1,176 @@
+// Command scale times mnemo's recall on a synthetic journal of 10k, 100k
+// and 1M turns: indexing throughput through the real indexing path, index
+// size, peak RSS and hybrid query latency. Each size runs in its own
+// process (this binary, re-executed), so that peak RSS is that size's.
+//
+//	go run ./bench/cmd/scale -sizes 10000,100000,1000000
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/mnemo/mnemo/bench/internal/backend"
+	"github.com/mnemo/mnemo/bench/recallbench"
+)
+
+type config struct {
+	sizes     []int
+	queries   int
+	k         int
+	modes     []string
+	vectors   string
+	search    string
+	batch     int
+	seed      uint64
+	dir       string
+	jsonOut   string
+	inProcess bool
+	child     int // >0: run this one size and print its JSON
+}
+
+func main() {
+	var cfg config
+	sizes := flag.String("sizes", "10000,100000,1000000", "journal sizes in turns, comma-separated")
+	modes := flag.String("modes", "hybrid", "modes to time, comma-separated (lexical, vector, hybrid)")
+	flag.IntVar(&cfg.queries, "queries", 1000, "timed queries per size")
+	flag.IntVar(&cfg.k, "k", 10, "results per query")
+	flag.StringVar(&cfg.vectors, "vectors", "", "word-vector model file (default .cache/vectors/wink-sg100-100k.bin in the repository); lexical only when absent")
+	flag.StringVar(&cfg.search, "search", "", "JSON object of recall.SearchOptions fields to override")
+	flag.IntVar(&cfg.batch, "batch", 128, "turns per embed and upsert")
+	flag.Uint64Var(&cfg.seed, "seed", 1, "journal seed")
+	flag.StringVar(&cfg.dir, "dir", "", "directory for the indexes (default the system's temporary directory)")
+	flag.StringVar(&cfg.jsonOut, "json", "", "also write the results as JSON to this file")
+	flag.BoolVar(&cfg.inProcess, "inprocess", false, "run every size in this process (peak RSS is then cumulative)")
+	flag.IntVar(&cfg.child, "child", 0, "internal: run one size and print its result as JSON")
+	verbose := flag.Bool("v", false, "log progress")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.ReplaceAll(strings.TrimSpace(s), "_", ""))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "scale: -sizes: bad size %q\n", s)
+			os.Exit(2)
+		}
+		cfg.sizes = append(cfg.sizes, n)
+	}
+	for _, m := range strings.Split(*modes, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			cfg.modes = append(cfg.modes, m)
+		}
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, os.Args[1:], os.Stdout, log); err != nil {
+		fmt.Fprintln(os.Stderr, "scale:", err)
+		os.Exit(1)
+	}
+}
+
+// run measures every size of cfg, each in a child process given args (this
+// process's flags) plus -child, unless cfg.inProcess.
+func run(ctx context.Context, cfg config, args []string, stdout io.Writer, log *slog.Logger) error {
+	if cfg.child > 0 {
+		res, err := one(ctx, cfg, cfg.child, log)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	var results []*recallbench.ScaleResult
+	for _, n := range cfg.sizes {
+		var res *recallbench.ScaleResult
+		var err error
+		if cfg.inProcess {
+			res, err = one(ctx, cfg, n, log)
+		} else {
+			res, err = inChild(ctx, n, args)
+		}
+		if err != nil {
+			return fmt.Errorf("%d turns: %w", n, err)
+		}
+		results = append(results, res)
+	}
+	if cfg.jsonOut != "" {
+		b, err := json.MarshalIndent(results, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(cfg.jsonOut, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write json: %w", err)
+		}
+	}
+	return recallbench.WriteScaleMarkdown(stdout, results)
+}
+
+// inChild runs one size in a new process of this binary, with args and
+// -child set.
+func inChild(ctx context.Context, n int, args []string) (*recallbench.ScaleResult, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("re-exec: %w", err)
+	}
+	args = append([]string{"-child", strconv.Itoa(n)}, args...)
+	cmd := exec.CommandContext(ctx, exe, args...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("child: %w", err)
+	}
+	var res recallbench.ScaleResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return nil, fmt.Errorf("child output: %w", err)
+	}
+	return &res, nil
+}
+
+// one indexes and times one journal size in this process.
+func one(ctx context.Context, cfg config, n int, log *slog.Logger) (*recallbench.ScaleResult, error) {
+	vecPath := cfg.vectors
+	if vecPath == "" {
+		vecPath = backend.DefaultVectors(backend.RepoRoot())
+	}
+	b, note, err := backend.New(backend.Options{Vectors: vecPath, Search: cfg.search})
+	if err != nil {
+		return nil, err
+	}
+	modes := cfg.modes
+	if b.Embedder == nil {
+		fmt.Fprintf(os.Stderr, "scale: %s\n", note)
+		modes = []string{recallbench.ModeLexical}
+	}
+	dir, err := os.MkdirTemp(cfg.dir, "recallscale-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	return recallbench.RunScale(ctx, b, dir, recallbench.ScaleOptions{
+		Turns:   n,
+		Queries: cfg.queries,
+		K:       cfg.k,
+		Modes:   modes,
+		Batch:   cfg.batch,
+		Seed:    cfg.seed,
+		Log:     log.With("size", n),
+	})
+}
