@@ -136,6 +136,16 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 		Builtins: []tools.Builtin{
 			tools.CurrentTime(time.Now),
 			tools.MemorySearch(search),
+			tools.CacheStore(func(ctx context.Context, label, content string) (string, error) {
+				// A memory the agent chose to keep: a tool record the
+				// indexer files under the tool cache.
+				rec, err := j.Append(ctx, journal.Record{Role: ipc.RoleTool, Text: content, Mode: ipc.ModeText, Tool: &journal.ToolResult{Name: "cache_store", Reason: label}})
+				if err != nil {
+					return "", err
+				}
+				lr.notify(rec.ID)
+				return rec.ID, nil
+			}),
 			tools.History(func(n int) ([]tools.Rec, error) {
 				recs, err := j.Tail(n)
 				out := make([]tools.Rec, len(recs))

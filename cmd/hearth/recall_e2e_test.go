@@ -100,3 +100,27 @@ func TestRecallIndexesSearchesAndRebuilds(t *testing.T) {
 		t.Errorf("hearth reindex: %v\n%s", err, out)
 	}
 }
+
+// TestCacheStoreIsRecalled: the agent keeps a tool result with cache_store,
+// and memory search finds it (seed 004's tool cache).
+func TestCacheStoreIsRecalled(t *testing.T) {
+	model := llmtest.NewOpenAI(t, "sk-test")
+	d := startDaemon(t, t.TempDir(), openaiEnv(model), vectorsArgs()...)
+	c := mustDial(t, d.Addr)
+	model.Enqueue(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "k1", Name: "cache_store", Arguments: `{"content":"The boiler reset code is 4471.","label":"boiler manual","reason":"the owner will need it again"}`}}},
+		llmtest.Reply{Chunks: []llmtest.Chunk{{Text: "Noted."}}},
+	)
+	c.Send(&ipc.Message{Content: "remember the boiler code 4471"})
+	for _, m := range collect(t, c) {
+		if r, ok := m.(*ipc.ToolResult); ok && !strings.HasPrefix(r.Result, "stored in memory as ") {
+			t.Errorf("cache_store result = %+v", r)
+		}
+	}
+	hits := searchUntil(t, c, "boiler reset code", "reset code is 4471")
+	for _, h := range hits {
+		if strings.Contains(h.Turn.Content, "reset code is 4471") && h.Turn.Role != ipc.RoleTool {
+			t.Errorf("cached memory came back as %+v", h.Turn)
+		}
+	}
+}

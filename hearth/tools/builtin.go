@@ -280,3 +280,37 @@ func (h *hitHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// CacheStore is the cache_store tool (seed 004's tool cache): the agent
+// keeps a tool result, or anything else it wants to recall later, in
+// long-term memory. store saves it durably and returns its id; memory_search
+// finds it afterwards.
+func CacheStore(store func(ctx context.Context, label, content string) (string, error)) Builtin {
+	spec := builtinSpec("cache_store",
+		"Keep a piece of information (for example a tool result worth remembering) in long-term memory so that memory_search can find it later. Store facts, not chatter.",
+		`{"type":"object","properties":{"content":{"type":"string","description":"the text to remember, self-contained"},"label":{"type":"string","description":"a short title, e.g. the tool and query it came from"}},"required":["content"]}`)
+	spec.Effect, spec.Idempotent = WritesLocal, false
+	return Builtin{Spec: spec, Run: func(ctx context.Context, args json.RawMessage) (Result, error) {
+		var in struct {
+			Content string `json:"content"`
+			Label   string `json:"label"`
+		}
+		if err := decodeArgs(args, &in); err != nil {
+			return Result{Text: err.Error(), IsError: true}, nil
+		}
+		if strings.TrimSpace(in.Content) == "" {
+			return Result{Text: "content is empty: give the text to remember", IsError: true}, nil
+		}
+		if len(in.Content) > maxCacheContent {
+			return Result{Text: fmt.Sprintf("content is %d bytes; keep it under %d", len(in.Content), maxCacheContent), IsError: true}, nil
+		}
+		id, err := store(ctx, strings.TrimSpace(in.Label), in.Content)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Text: "stored in memory as " + id}, nil
+	}}
+}
+
+// maxCacheContent bounds one cache_store entry.
+const maxCacheContent = 64 << 10

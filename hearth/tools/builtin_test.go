@@ -215,3 +215,32 @@ func TestHistory(t *testing.T) {
 		t.Errorf("a failing tail gave no error")
 	}
 }
+
+func TestCacheStore(t *testing.T) {
+	var got []string
+	b := CacheStore(func(_ context.Context, label, content string) (string, error) {
+		got = append(got, label+"|"+content)
+		return "01ABC", nil
+	})
+	if b.Spec.Effect != WritesLocal || b.Spec.Idempotent || b.Spec.Permission != Safe {
+		t.Errorf("spec = %+v", b.Spec)
+	}
+	tests := []struct {
+		args    string
+		want    string
+		isError bool
+	}{
+		{`{"content":"the boiler code is 4471","label":"manual"}`, "stored in memory as 01ABC", false},
+		{`{"content":"  "}`, "content is empty: give the text to remember", true},
+		{`{"content":"` + strings.Repeat("x", maxCacheContent+1) + `"}`, fmt.Sprintf("content is %d bytes; keep it under %d", maxCacheContent+1, maxCacheContent), true},
+	}
+	for _, tt := range tests {
+		res, err := b.Run(context.Background(), json.RawMessage(tt.args))
+		if err != nil || res.Text != tt.want || res.IsError != tt.isError {
+			t.Errorf("Run(%.40s) = %+v, %v; want %q (error %v)", tt.args, res, err, tt.want, tt.isError)
+		}
+	}
+	if len(got) != 1 || got[0] != "manual|the boiler code is 4471" {
+		t.Errorf("stored %q", got)
+	}
+}
