@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -307,7 +306,7 @@ func (a *Anthropic) classifyAPIError(e *Error, apiErr *anthropic.Error) {
 		e.Status = apiErr.StatusCode
 		e.Retryable = retryableStatus(e.Status)
 		if apiErr.Response != nil {
-			e.RetryAfter = anthropicRetryAfter(apiErr.Response.Header, time.Now())
+			e.RetryAfter = retryAfter(apiErr.Response.Header, time.Now())
 		}
 	} else {
 		// An error event in the stream: the HTTP status was 200, so the
@@ -331,27 +330,6 @@ func anthropicTooLong(msg string) bool {
 		strings.Contains(msg, "context window")
 }
 
-// anthropicRetryAfter reads retry-after-ms or retry-after (seconds or an
-// HTTP date); 0 if there is neither or it cannot be read.
-func anthropicRetryAfter(h http.Header, now time.Time) time.Duration {
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 && ms < float64(time.Duration(1<<62)/time.Millisecond) {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 && s < float64(time.Duration(1<<62)/time.Second) {
-			return time.Duration(s * float64(time.Second))
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
 
 // anthropicAPIError describes an error reply by the fields a log reader
 // needs; it unwraps to the SDK's *anthropic.Error, whose Response carries
@@ -506,26 +484,8 @@ func (a *anthropicAccumulator) response(requested string) Response {
 		if strings.TrimSpace(args) == "" {
 			args = string(c.initial)
 		}
-		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: c.id, Name: c.name, Arguments: anthropicArguments(args)})
+		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: c.id, Name: c.name, Arguments: callArguments(args)})
 	}
 	return resp
 }
 
-// anthropicArguments turns the input text a model wrote into a JSON
-// object: "{}" for none, the text itself when it is a JSON object, and
-// otherwise {"_raw": text}, so the agent can hand the model a tool error
-// that quotes what it wrote.
-func anthropicArguments(text string) json.RawMessage {
-	trimmed := strings.TrimSpace(text)
-	switch {
-	case trimmed == "":
-		return json.RawMessage("{}")
-	case anthropicIsObject([]byte(trimmed)):
-		return json.RawMessage(trimmed)
-	}
-	b, err := json.Marshal(map[string]string{"_raw": text})
-	if err != nil {
-		return json.RawMessage("{}") // cannot happen: a string map always encodes
-	}
-	return b
-}

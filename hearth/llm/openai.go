@@ -360,6 +360,13 @@ func contextOverflow(status int, code, message string) bool {
 	if status < http.StatusBadRequest || status >= http.StatusInternalServerError || status == http.StatusTooManyRequests {
 		return false
 	}
+	return overflowText(code, message)
+}
+
+// overflowText reports whether an error's code or message says the
+// conversation exceeds the model's context window, whatever carried it (an
+// error reply or an error event inside a stream).
+func overflowText(code, message string) bool {
 	if code == "context_length_exceeded" {
 		return true
 	}

@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -314,7 +312,7 @@ func (r *Responses) callError(ctx, callCtx context.Context, tap *bodyTap, raw *h
 		}
 		e.Retryable = retryableStatus(e.Status)
 		if res != nil {
-			e.RetryAfter = responsesRetryAfter(res.Header, time.Now())
+			e.RetryAfter = retryAfter(res.Header, time.Now())
 		}
 		if !isAPIErr || apiErr.RawJSON() == "" {
 			// Not OpenAI's {"error":{...}}: xAI's {"code","error"} or a
@@ -323,7 +321,7 @@ func (r *Responses) callError(ctx, callCtx context.Context, tap *bodyTap, raw *h
 		}
 		if e.Status != http.StatusTooManyRequests && e.Status < http.StatusInternalServerError {
 			code, msg := responsesErrorDetails(e.Err)
-			e.ContextOverflow = responsesOverflow(code, msg)
+			e.ContextOverflow = overflowText(code, msg)
 		}
 	case tap.readErr != nil:
 		// The connection failed during the reply.
@@ -338,7 +336,7 @@ func (r *Responses) callError(ctx, callCtx context.Context, tap *bodyTap, raw *h
 		ev.What, ev.err = "error in the stream", streamErr
 		e.Err = ev
 		e.Retryable = responsesRetryableCode(ev.Code)
-		e.ContextOverflow = responsesOverflow(ev.Code, ev.Message)
+		e.ContextOverflow = overflowText(ev.Code, ev.Message)
 	default:
 		// A reply the SDK could not decode: retrying blindly is unlikely
 		// to help.
@@ -379,31 +377,6 @@ func responsesErrorDetails(err error) (code, msg string) {
 	return "", ""
 }
 
-// responsesOverflow reports whether an error's code or message says the
-// conversation exceeds the model's context window: OpenAI's
-// context_length_exceeded, xAI's "maximum prompt length", and the phrases
-// of other servers that speak the protocol.
-func responsesOverflow(code, msg string) bool {
-	if code == "context_length_exceeded" {
-		return true
-	}
-	msg = strings.ToLower(msg)
-	for _, p := range []string{
-		"context_length_exceeded",
-		"context length",
-		"context window",
-		"context size",
-		"prompt length",
-		"prompt is too long",
-		"prompt too long",
-		"exceeds the maximum number of tokens",
-	} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
-}
 
 // responsesRetryableCode reports whether an error code inside a stream
 // names a transient condition.
@@ -415,27 +388,6 @@ func responsesRetryableCode(code string) bool {
 	return false
 }
 
-// responsesRetryAfter reads retry-after-ms, else Retry-After (seconds or an
-// HTTP date, relative to now); 0 if neither is usable.
-func responsesRetryAfter(h http.Header, now time.Time) time.Duration {
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 && ms < math.MaxInt64/float64(time.Millisecond) {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 && s < math.MaxInt64/float64(time.Second) {
-			return time.Duration(s * float64(time.Second))
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
 
 // responsesError is a provider's error: an error reply in a shape the SDK
 // does not decode (xAI's {"code":"...","error":"..."}), or an error event
@@ -619,14 +571,14 @@ func (a *responsesAccumulator) add(ev responses.ResponseStreamEventUnion) {
 		code, msg := string(ev.Response.Error.Code), ev.Response.Error.Message
 		a.failure = &Error{
 			Retryable:       responsesRetryableCode(code),
-			ContextOverflow: responsesOverflow(code, msg),
+			ContextOverflow: overflowText(code, msg),
 			Err:             &responsesError{What: "the response failed", Code: code, Message: msg},
 		}
 	case "error":
 		a.terminal = true
 		e := responsesEventError([]byte(ev.RawJSON()))
 		e.What = "error event"
-		a.failure = &Error{Retryable: responsesRetryableCode(e.Code), ContextOverflow: responsesOverflow(e.Code, e.Message), Err: e}
+		a.failure = &Error{Retryable: responsesRetryableCode(e.Code), ContextOverflow: overflowText(e.Code, e.Message), Err: e}
 	}
 	// Reasoning, content parts, server-side tool progress and the like
 	// carry nothing the Response reports.
@@ -665,7 +617,7 @@ func (a *responsesAccumulator) response(requested string) Response {
 	calls := slices.Clone(a.calls)
 	slices.SortStableFunc(calls, func(x, y *responsesCall) int { return cmp.Compare(x.index, y.index) })
 	for _, c := range calls {
-		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: cmp.Or(c.callID, c.itemID), Name: c.name, Arguments: responsesArguments(c.args.String())})
+		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: cmp.Or(c.callID, c.itemID), Name: c.name, Arguments: callArguments(c.args.String())})
 	}
 	if r := a.final; r != nil {
 		resp.ResponseID = r.ID
@@ -681,21 +633,3 @@ func (a *responsesAccumulator) response(requested string) Response {
 	return resp
 }
 
-// responsesArguments turns the arguments text a model wrote into a JSON
-// object: "{}" for none, the text itself when it is a JSON object, and
-// otherwise {"_raw": text}, so the agent can hand the model a tool error
-// that quotes what it wrote (as the chat completions adapter does).
-func responsesArguments(text string) json.RawMessage {
-	trimmed := strings.TrimSpace(text)
-	switch {
-	case trimmed == "":
-		return json.RawMessage("{}")
-	case trimmed[0] == '{' && json.Valid([]byte(trimmed)):
-		return json.RawMessage(trimmed)
-	}
-	b, err := json.Marshal(map[string]string{"_raw": text})
-	if err != nil {
-		return json.RawMessage("{}") // cannot happen: a string map always encodes
-	}
-	return b
-}
