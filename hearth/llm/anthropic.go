@@ -330,7 +330,6 @@ func anthropicTooLong(msg string) bool {
 		strings.Contains(msg, "context window")
 }
 
-
 // anthropicAPIError describes an error reply by the fields a log reader
 // needs; it unwraps to the SDK's *anthropic.Error, whose Response carries
 // the headers.
@@ -488,4 +487,3 @@ func (a *anthropicAccumulator) response(requested string) Response {
 	}
 	return resp
 }
-

@@ -377,7 +377,6 @@ func responsesErrorDetails(err error) (code, msg string) {
 	return "", ""
 }
 
-
 // responsesRetryableCode reports whether an error code inside a stream
 // names a transient condition.
 func responsesRetryableCode(code string) bool {
@@ -387,7 +386,6 @@ func responsesRetryableCode(code string) bool {
 	}
 	return false
 }
-
 
 // responsesError is a provider's error: an error reply in a shape the SDK
 // does not decode (xAI's {"code":"...","error":"..."}), or an error event
@@ -632,4 +630,3 @@ func (a *responsesAccumulator) response(requested string) Response {
 	}
 	return resp
 }
-
