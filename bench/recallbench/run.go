@@ -63,7 +63,15 @@ type Options struct {
 	TempDir string
 	// PerQuery keeps each query's ranking and scores in the result.
 	PerQuery bool
-	Log      *slog.Logger // progress; nil discards
+	// ContextTurns is how many preceding turns of the same session each
+	// document carries as its recall.Doc.Context (RecallDocs): 0 means
+	// recall.ContextTurns, a negative number none.
+	ContextTurns int
+	// EmbedContext embeds each document's text and context
+	// (recall.IndexText) rather than its text alone, which is what mnemo's
+	// indexer does because it measures better (bench/README.md).
+	EmbedContext bool
+	Log          *slog.Logger // progress; nil discards
 }
 
 // DefaultKs are the cutoffs LoCoMo reports.
@@ -225,6 +233,9 @@ func (o Options) withDefaults(b Backend) (Options, error) {
 	if o.Batch <= 0 {
 		o.Batch = 128
 	}
+	if o.ContextTurns == 0 {
+		o.ContextTurns = recall.ContextTurns
+	}
 	return o, nil
 }
 
@@ -246,17 +257,16 @@ func runGroup(ctx context.Context, g *Group, b Backend, o Options, depth int) (s
 		}
 	}()
 
-	docs := make([]recall.Doc, len(g.Docs))
+	docs := RecallDocs(g, o.ContextTurns)
 	session := make(map[string]string, len(g.Docs))
-	for i, d := range g.Docs {
-		docs[i] = RecallDoc(g.ID, d)
+	for _, d := range g.Docs {
 		session[d.ID] = d.Session
 		if d.Session == "" {
 			session[d.ID] = d.ID
 		}
 	}
 	start := time.Now()
-	st.Embed, err = IndexDocs(ctx, idx, b.Embedder, docs, o.Batch)
+	st.Embed, err = indexDocs(ctx, idx, b.Embedder, docs, o.Batch, o.EmbedContext)
 	if err != nil {
 		return st, nil, err
 	}
@@ -322,10 +332,38 @@ func RecallDoc(group string, d Doc) recall.Doc {
 	}
 }
 
+// RecallDocs are the recall.Docs of g's documents, in order, each turn
+// with the text of up to contextTurns documents before it in the same
+// session as its Context (recall.Preceding, as mnemo's indexer does). A
+// session's documents are taken to be consecutive, in order, as LoCoMo's
+// are: a session that resumes after another starts again without context,
+// and a document without a session has none. contextTurns <= 0 gives none.
+func RecallDocs(g *Group, contextTurns int) []recall.Doc {
+	docs := make([]recall.Doc, len(g.Docs))
+	prev := recall.NewPreceding(contextTurns)
+	for i, d := range g.Docs {
+		if i == 0 || d.Session == "" || d.Session != g.Docs[i-1].Session {
+			prev.Reset()
+		}
+		docs[i] = RecallDoc(g.ID, d)
+		if d.Session != "" {
+			docs[i].Context = prev.Context()
+			prev.Push(d.Text)
+		}
+	}
+	return docs
+}
+
 // IndexDocs stores docs in idx the way mnemo's indexer does: batch by
-// batch, embedding each batch (when emb is not nil) and upserting it with
-// its vectors. It returns the time spent embedding.
+// batch, embedding each batch's Text (when emb is not nil) and upserting
+// it with its vectors. It returns the time spent embedding.
 func IndexDocs(ctx context.Context, idx recall.Index, emb recall.Embedder, docs []recall.Doc, batch int) (time.Duration, error) {
+	return indexDocs(ctx, idx, emb, docs, batch, false)
+}
+
+// indexDocs is IndexDocs, embedding recall.IndexText (text and context)
+// instead of Text when embedContext is set.
+func indexDocs(ctx context.Context, idx recall.Index, emb recall.Embedder, docs []recall.Doc, batch int, embedContext bool) (time.Duration, error) {
 	if batch <= 0 {
 		batch = len(docs)
 	}
@@ -336,6 +374,9 @@ func IndexDocs(ctx context.Context, idx recall.Index, emb recall.Embedder, docs 
 			texts := make([]string, len(chunk))
 			for i, d := range chunk {
 				texts[i] = d.Text
+				if embedContext {
+					texts[i] = recall.IndexText(d)
+				}
 			}
 			t0 := time.Now()
 			var err error

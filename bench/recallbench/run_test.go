@@ -3,6 +3,7 @@ package recallbench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 
@@ -192,5 +193,42 @@ func TestSpan(t *testing.T) {
 		if got := span(tt.cats); got != tt.want {
 			t.Errorf("span(%q) = %q, want %q", tt.cats, got, tt.want)
 		}
+	}
+}
+
+func TestRecallDocsContext(t *testing.T) {
+	g := &Group{ID: "g", Docs: []Doc{
+		{ID: "a", Text: "A", Session: "1"},
+		{ID: "b", Text: "B", Session: "1"},
+		{ID: "c", Text: "C", Session: "1"},
+		{ID: "d", Text: "D", Session: "1"},
+		{ID: "e", Text: "E", Session: "2"}, // a new session starts empty
+		{ID: "f", Text: "F"},               // no session: no context, not remembered
+		{ID: "g", Text: "G", Session: "2"}, // not consecutive with e: starts empty
+	}}
+	tests := []struct {
+		turns int
+		want  []string
+	}{
+		{0, []string{"", "", "", "", "", "", ""}},
+		{-1, []string{"", "", "", "", "", "", ""}},
+		{1, []string{"", "A", "B", "C", "", "", ""}},
+		{2, []string{"", "A", "A\nB", "B\nC", "", "", ""}},
+		{3, []string{"", "A", "A\nB", "A\nB\nC", "", "", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.turns), func(t *testing.T) {
+			docs := RecallDocs(g, tt.turns)
+			var got []string
+			for i, d := range docs {
+				if d.Text != g.Docs[i].Text || d.ID != g.Docs[i].ID {
+					t.Errorf("doc %d = %q %q, want %q %q", i, d.ID, d.Text, g.Docs[i].ID, g.Docs[i].Text)
+				}
+				got = append(got, d.Context)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("contexts (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

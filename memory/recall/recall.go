@@ -22,13 +22,23 @@ const (
 
 // Doc is one indexed unit.
 type Doc struct {
-	ID      string    // stable: the journal record id, or "<record id>#<n>" for a chunk of a long record
-	Kind    string    // KindTurn or KindTool
-	Role    string    // "user", "agent" or "tool" (LoCoMo: the speaker's name)
-	Mode    string    // "text" or "voice"
-	Channel string    // where it came from: "chat", "voice", a tool's name
-	Session string    // the group it belongs to (hearth: the conversation id; LoCoMo: the sample id)
-	Text    string    // what is indexed and returned
+	ID      string // stable: the journal record id, or "<record id>#<n>" for a chunk of a long record
+	Kind    string // KindTurn or KindTool
+	Role    string // "user", "agent" or "tool" (LoCoMo: the speaker's name)
+	Mode    string // "text" or "voice"
+	Channel string // where it came from: "chat", "voice", a tool's name
+	Session string // the group it belongs to (hearth: the conversation id; LoCoMo: the sample id)
+	Text    string // what is indexed and returned
+	// Context is retrieval context: text indexed with the document (its
+	// lexical tokens are those of IndexText, Text and Context) but never
+	// part of what the document says. The indexer embeds Text alone, which
+	// measured better on LoCoMo (bench/README.md). A search that
+	// matches only the Context still finds the document, and what is
+	// returned and assembled into prompts is Text alone. The indexer fills
+	// it for a turn with the turns just before it in the same conversation
+	// (see Preceding); "" means none. Backends store it, so that reopening
+	// an index rebuilds the same postings, and Docs returns it.
+	Context string
 	TS      time.Time // when it was said
 	// Salience in [0, 1] boosts a document regardless of the query
 	// (confirmed facts, pinned memories); 0 is neutral.

@@ -25,7 +25,17 @@ import (
 
 	"github.com/mnemo/mnemo/bench/internal/backend"
 	"github.com/mnemo/mnemo/bench/recallbench"
+	"github.com/mnemo/mnemo/memory/recall"
 )
+
+// contextTurns maps the -context flag to recallbench.Options.ContextTurns,
+// where 0 means the default and a negative number none.
+func contextTurns(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
 
 // config is what the flags say.
 type config struct {
@@ -41,7 +51,9 @@ type config struct {
 	batch      int
 	tmp        string
 	maxLine    int
-	groups     int // >0: only the first groups
+	groups     int  // >0: only the first groups
+	context    int  // preceding turns as each document's context; 0: none
+	embedCtx   bool // embed text and context, not text alone
 }
 
 func main() {
@@ -59,6 +71,8 @@ func main() {
 	flag.StringVar(&cfg.tmp, "tmp", "", "directory for the per-conversation indexes (default the system's)")
 	flag.IntVar(&cfg.maxLine, "max-line", recallbench.DefaultMaxLine, "longest JSONL line accepted, in bytes")
 	flag.IntVar(&cfg.groups, "groups", 0, "only the first N groups (conversations), for quick runs")
+	flag.IntVar(&cfg.context, "context", recall.ContextTurns, "preceding turns of the same session indexed as each document's retrieval context (recall.Doc.Context); 0 for none")
+	flag.BoolVar(&cfg.embedCtx, "embed-context", false, "embed each document's text and context rather than its text alone (mnemo's indexer embeds the text)")
 	verbose := flag.Bool("v", false, "log progress")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -150,12 +164,14 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer, log *slog.Lo
 	}
 
 	res, err := recallbench.Run(ctx, ds, b, recallbench.Options{
-		Modes:    modes,
-		Ks:       cfg.ks,
-		Batch:    cfg.batch,
-		TempDir:  cfg.tmp,
-		PerQuery: cfg.perQuery,
-		Log:      log,
+		Modes:        modes,
+		Ks:           cfg.ks,
+		Batch:        cfg.batch,
+		TempDir:      cfg.tmp,
+		PerQuery:     cfg.perQuery,
+		ContextTurns: contextTurns(cfg.context),
+		EmbedContext: cfg.embedCtx,
+		Log:          log,
 	})
 	if err != nil {
 		return err

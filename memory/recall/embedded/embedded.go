@@ -25,8 +25,8 @@ import (
 // FileName is the index file inside the directory given to Open.
 const FileName = "recall.idx"
 
-// MaxTextBytes bounds a document's text; Upsert rejects longer ones
-// (the indexer chunks long records well below this).
+// MaxTextBytes bounds a document's text and context together; Upsert
+// rejects longer ones (the indexer chunks long records well below this).
 const MaxTextBytes = 16 << 20
 
 // maxFieldBytes bounds a document's id and labels together.
@@ -255,9 +255,15 @@ func (ix *Index) apply(st *state, p *prepared, size uint32) int64 {
 	return 0
 }
 
-// tokenize fills p's terms from its text.
+// indexText is what the lexical side indexes for a document's text and
+// context: recall.IndexText, so that every backend agrees.
+func indexText(text, ctx string) string {
+	return recall.IndexText(recall.Doc{Text: text, Context: ctx})
+}
+
+// tokenize fills p's terms from its text and context.
 func (p *prepared) tokenize() {
-	toks := recall.AppendTokens(p.terms[:0], p.rec.text)
+	toks := recall.AppendTokens(p.terms[:0], indexText(p.rec.text, p.rec.ctx))
 	p.dl = len(toks)
 	p.terms, p.tfs = termFreqs(toks, p.tfs)
 }
@@ -376,8 +382,8 @@ func (ix *Index) Upsert(ctx context.Context, docs []recall.Doc, vecs [][]float32
 	unit := make([]float32, ix.dim)
 	for i := range docs {
 		d := &docs[i]
-		if len(d.Text) > MaxTextBytes {
-			return fmt.Errorf("embedded: upsert %q: text of %d bytes over %d", d.ID, len(d.Text), MaxTextBytes)
+		if n := len(d.Text) + len(d.Context); n > MaxTextBytes {
+			return fmt.Errorf("embedded: upsert %q: text and context of %d bytes over %d", d.ID, n, MaxTextBytes)
 		}
 		if n := len(d.ID) + len(d.Kind) + len(d.Role) + len(d.Mode) + len(d.Channel) + len(d.Session); n > maxFieldBytes {
 			return fmt.Errorf("embedded: upsert %.64q: id and labels of %d bytes over %d", d.ID, n, maxFieldBytes)
@@ -387,7 +393,7 @@ func (ix *Index) Upsert(ctx context.Context, docs []recall.Doc, vecs [][]float32
 		}
 		p := &ps[i]
 		p.rec = record{typ: recUpsert, id: d.ID, kind: d.Kind, role: d.Role, mode: d.Mode, chann: d.Channel, sess: d.Session,
-			text: d.Text, ts: d.TS.UnixMilli(), sal: d.Salience}
+			text: d.Text, ctx: d.Context, ts: d.TS.UnixMilli(), sal: d.Salience}
 		if vecs != nil {
 			if len(vecs[i]) != ix.dim || ix.dim == 0 {
 				return fmt.Errorf("embedded: upsert %q: vector of %d, index of %d: %w", d.ID, len(vecs[i]), ix.dim, recall.ErrDimension)

@@ -21,7 +21,7 @@ import (
 // crc covers the 16 bytes before it. Strings in bodies are a uvarint length
 // then the bytes.
 //
-//	upsert = id | kind | role | mode | channel | session | text |
+//	upsert = id | kind | role | mode | channel | session | text | context |
 //	         ts (varint, Unix milliseconds) | salience (u32 float bits) |
 //	         vector encoding u8 (0 none, 1 affine 8-bit) |
 //	         [min f32 | step f32 | dim codes u8]
@@ -35,9 +35,13 @@ import (
 // body that does not decode — is corruption: Open fails with ErrCorrupt.
 // Compaction rewrites the live records to a temporary file, syncs it and
 // renames it over the log.
+//
+// Versions: 1 had no context in upserts; 2 adds it (recall.Doc.Context).
+// A file of another version fails with ErrCorrupt, so that it is rebuilt
+// from the journal.
 const (
 	magic      = "mnemoidx"
-	version    = 1
+	version    = 2
 	headerSize = 20
 	recHeader  = 12
 	// maxRecord bounds a record's payload, so a length that passes its crc
@@ -104,6 +108,7 @@ type record struct {
 	typ   byte
 	id    string // upsert, delete; meta: key
 	text  string // upsert; meta: value
+	ctx   string // upsert: the document's Context
 	kind  string
 	role  string
 	mode  string
@@ -131,7 +136,7 @@ func appendString(b []byte, s string) []byte {
 
 func encodeUpsert(b []byte, r *record) []byte {
 	b = append(b, recUpsert)
-	for _, s := range [...]string{r.id, r.kind, r.role, r.mode, r.chann, r.sess, r.text} {
+	for _, s := range [...]string{r.id, r.kind, r.role, r.mode, r.chann, r.sess, r.text, r.ctx} {
 		b = appendString(b, s)
 	}
 	b = binary.AppendVarint(b, r.ts)
@@ -224,6 +229,7 @@ func decodePayload(p []byte, dim int, r *record, q *quantized) error {
 		r.chann = d.string("channel")
 		r.sess = d.string("session")
 		r.text = d.string("text")
+		r.ctx = d.string("context")
 		r.ts = d.varint("timestamp")
 		r.sal = math.Float32frombits(d.u32("salience"))
 		if d.err == nil && !finite(r.sal) {

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -240,6 +242,12 @@ func TestOpenCorruptCases(t *testing.T) {
 			h := encodeHeader(smallDim)
 			h[8] = 9
 			return h
+		}()},
+		{"version 1 (before Context)", func() []byte {
+			h := encodeHeader(smallDim)
+			binary.LittleEndian.PutUint16(h[8:], 1)
+			binary.LittleEndian.PutUint32(h[16:], crc32.Checksum(h[:16], castagnoli))
+			return append(h, full[headerSize:]...)
 		}()},
 		{"record of unknown type", append(slices.Clone(full), rec([]byte{42})...)},
 		{"record with trailing bytes", append(slices.Clone(full), rec(append(encodeDelete(nil, "a"), 0))...)},

@@ -14,7 +14,7 @@ import (
 // in insertion order); a replaced or deleted document's slot is marked
 // dead and skipped until compaction renumbers the live ones. Per slot the
 // index keeps an attr (the filter columns, 32 bytes) and a slot (where its
-// id and text sit in the arena, 40 bytes); strings that repeat (kind, role,
+// id, text and context sit in the arena, 40 bytes); strings that repeat (kind, role,
 // mode, channel, session) are interned. Postings are per term, as sorted
 // slot numbers with a parallel term-frequency byte.
 
@@ -30,9 +30,10 @@ type attr struct {
 
 // slot holds the rest of a document.
 type slot struct {
-	off      uint64 // arena offset of the id, followed by the text
+	off      uint64 // arena offset of the id, followed by the text and context
 	idLen    uint32
 	textLen  uint32
+	ctxLen   uint32 // the context follows the text
 	mode     uint32
 	channel  uint32
 	salience float32
@@ -54,8 +55,8 @@ type arena struct{ chunks [][]byte }
 
 const chunkSize = 1 << 20
 
-func (a *arena) add(id, text string) uint64 {
-	n := len(id) + len(text)
+func (a *arena) add(id, text, ctx string) uint64 {
+	n := len(id) + len(text) + len(ctx)
 	last := len(a.chunks) - 1
 	if last < 0 || cap(a.chunks[last])-len(a.chunks[last]) < n {
 		a.chunks = append(a.chunks, make([]byte, 0, max(chunkSize, n)))
@@ -64,7 +65,8 @@ func (a *arena) add(id, text string) uint64 {
 	c := a.chunks[last]
 	off := uint64(last)<<32 | uint64(len(c))
 	c = append(c, id...)
-	a.chunks[last] = append(c, text...)
+	c = append(c, text...)
+	a.chunks[last] = append(c, ctx...)
 	return off
 }
 
@@ -164,6 +166,11 @@ func (st *state) text(s uint32) []byte {
 	return st.arena.bytes(sl.off+uint64(sl.idLen), sl.textLen)
 }
 
+func (st *state) context(s uint32) []byte {
+	sl := &st.slots[s]
+	return st.arena.bytes(sl.off+uint64(sl.idLen)+uint64(sl.textLen), sl.ctxLen)
+}
+
 func (st *state) lookup(id string) (uint32, bool) {
 	if s, ok := st.ids.over[id]; ok {
 		return s, true
@@ -245,9 +252,10 @@ func (st *state) put(p *prepared, recSize uint32) (garbage int64) {
 		dl:      uint32(p.dl),
 	})
 	sl := slot{
-		off:      st.arena.add(r.id, r.text),
+		off:      st.arena.add(r.id, r.text, r.ctx),
 		idLen:    uint32(len(r.id)),
 		textLen:  uint32(len(r.text)),
+		ctxLen:   uint32(len(r.ctx)),
 		mode:     st.strs.intern(r.mode),
 		channel:  st.strs.intern(r.chann),
 		salience: r.sal,
@@ -284,7 +292,7 @@ func (st *state) kill(s uint32) int64 {
 	a := &st.attrs[s]
 	sl := &st.slots[s]
 	st.deleteID(string(st.id(s)))
-	terms, _ := termFreqs(recall.Tokens(string(st.text(s))), nil)
+	terms, _ := termFreqs(recall.Tokens(indexText(string(st.text(s)), string(st.context(s)))), nil)
 	for _, t := range terms {
 		if ti, ok := st.terms[t]; ok {
 			st.posts[ti].live--
@@ -328,6 +336,7 @@ func (st *state) record(s uint32, q *quantized) record {
 		typ:   recUpsert,
 		id:    string(st.id(s)),
 		text:  string(st.text(s)),
+		ctx:   string(st.context(s)),
 		kind:  st.strs.strs[a.kind],
 		role:  st.strs.strs[a.role],
 		mode:  st.strs.strs[sl.mode],
@@ -356,6 +365,7 @@ func (st *state) doc(s uint32) recall.Doc {
 		Channel:  st.strs.strs[sl.channel],
 		Session:  st.strs.strs[a.session],
 		Text:     string(st.text(s)),
+		Context:  string(st.context(s)),
 		TS:       time.UnixMilli(a.ts),
 		Salience: sl.salience,
 	}

@@ -3,6 +3,15 @@
 // index) makes it resume after a restart, an embedder outage or an index
 // outage with nothing missed and nothing indexed twice. Chat never waits
 // on it and never fails because of it.
+//
+// A turn document carries the text of the turns just before it in the
+// conversation as its recall.Doc.Context (Options.ContextTurns), which the
+// lexical side indexes with it; it embeds the turn's Text alone, which
+// measured better on LoCoMo (bench/README.md). The indexer remembers those
+// turns as it scans the journal in order. It does not read back behind
+// its cursor: after a restart, or when the cursor moved under it, the
+// first turns indexed get the context of only the turns seen since. A
+// failed batch is retried with the context it had.
 package indexer
 
 import (
@@ -48,6 +57,10 @@ type Options struct {
 	Embedder recall.Embedder // nil: lexical only
 	Session  string          // Doc.Session of every document (the conversation id)
 	Batch    int             // records per embed+upsert, default 128
+	// ContextTurns is how many preceding turns a turn document carries as
+	// its Context: 0 means recall.ContextTurns, a negative number none.
+	// Tool documents get none.
+	ContextTurns int
 	// Backoff after a failure doubles from MinBackoff to MaxBackoff
 	// (defaults 1s and 2m).
 	MinBackoff, MaxBackoff time.Duration
@@ -74,6 +87,11 @@ type Indexer struct {
 	opts Options
 	wake chan struct{}
 
+	// scan serialises CatchUp and guards prev and prevAt.
+	scan   sync.Mutex
+	prev   *recall.Preceding // the last turns stored, oldest first
+	prevAt string            // the journal record prev has seen up to
+
 	mu     sync.Mutex
 	status Status
 }
@@ -95,7 +113,10 @@ func New(opts Options) *Indexer {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Indexer{opts: opts, wake: make(chan struct{}, 1)}
+	if opts.ContextTurns == 0 {
+		opts.ContextTurns = recall.ContextTurns
+	}
+	return &Indexer{opts: opts, wake: make(chan struct{}, 1), prev: recall.NewPreceding(opts.ContextTurns)}
 }
 
 // Notify tells the indexer a record was appended. It never blocks.
@@ -172,8 +193,10 @@ func (ix *Indexer) sleep(ctx context.Context, d time.Duration) {
 }
 
 // CatchUp indexes every record after the cursor, a batch at a time,
-// advancing the cursor only after a batch is stored.
+// advancing the cursor only after a batch is stored. Calls are serialised.
 func (ix *Indexer) CatchUp(ctx context.Context) error {
+	ix.scan.Lock()
+	defer ix.scan.Unlock()
 	idx := ix.opts.Index
 	if err := ix.checkEmbedder(ctx); err != nil {
 		return err
@@ -183,13 +206,20 @@ func (ix *Indexer) CatchUp(ctx context.Context) error {
 		return fmt.Errorf("read cursor: %w", err)
 	}
 	ix.setCursor(cursor)
+	if cursor != ix.prevAt {
+		// The remembered turns are not the ones before the cursor (a
+		// reset index, another writer): start without context.
+		ix.prev.Reset()
+		ix.prevAt = cursor
+	}
 
 	var batch []journal.Record
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
 		}
-		n, skipped, err := ix.store(ctx, batch)
+		prev := ix.prev.Clone()
+		n, skipped, err := ix.store(ctx, batch, prev)
 		if err != nil {
 			return err
 		}
@@ -197,6 +227,7 @@ func (ix *Indexer) CatchUp(ctx context.Context) error {
 		if err := idx.SetMeta(ctx, MetaCursor, last); err != nil {
 			return fmt.Errorf("save cursor: %w", err)
 		}
+		ix.prev, ix.prevAt = prev, last
 		ix.mu.Lock()
 		ix.status.Indexed += n
 		ix.status.Skipped += skipped
@@ -247,13 +278,22 @@ func (ix *Indexer) checkEmbedder(ctx context.Context) error {
 	return nil
 }
 
-// store turns records into documents, embeds and upserts them.
-func (ix *Indexer) store(ctx context.Context, recs []journal.Record) (indexed, skipped int, err error) {
+// store turns records into documents, embeds and upserts them. prev holds
+// the turns before recs and is advanced past them.
+func (ix *Indexer) store(ctx context.Context, recs []journal.Record, prev *recall.Preceding) (indexed, skipped int, err error) {
 	var docs []recall.Doc
 	for _, r := range recs {
 		d := Docs(r, ix.opts.Session)
 		if len(d) == 0 {
 			skipped++
+			continue
+		}
+		if d[0].Kind == recall.KindTurn {
+			c := prev.Context()
+			for i := range d {
+				d[i].Context = c
+			}
+			prev.Push(d[0].Text)
 		}
 		docs = append(docs, d...)
 	}

@@ -303,3 +303,65 @@ func TestEmbedderChangeReindexes(t *testing.T) {
 		t.Errorf("lexical only: tag %q (%v), %d vectors", tag, ok, len(idx.vecs))
 	}
 }
+
+func TestTurnContext(t *testing.T) {
+	j := openJournal(t)
+	idx := newMemIndex()
+	emb := &flaky{name: "test:2"}
+	ids := add(t, j,
+		journal.Record{Role: "user", Text: "my sister moved to Lisbon"},
+		journal.Record{Role: "agent", Text: "how does she like it?"},
+		journal.Record{Role: "user", Text: " "}, // skipped: no context either
+		journal.Record{Role: "tool", Text: "sunny", Tool: &journal.ToolResult{Name: "weather"}},
+		journal.Record{Role: "user", Text: "she loves the trams"},
+	)
+	ix := New(Options{Journal: j, Index: idx, Embedder: emb, Session: "main", Batch: 2})
+	if err := ix.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A failed batch is retried with the context it had.
+	more := add(t, j, journal.Record{Role: "agent", Text: "trams are fun"})
+	idx.mu.Lock()
+	idx.fail = errors.New("index down")
+	idx.mu.Unlock()
+	if err := ix.CatchUp(context.Background()); err == nil {
+		t.Fatal("CatchUp with a failing index succeeded")
+	}
+	idx.mu.Lock()
+	idx.fail = nil
+	idx.mu.Unlock()
+	if err := ix.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A restart starts without context.
+	after := add(t, j, journal.Record{Role: "user", Text: "after a restart"})
+	if err := New(Options{Journal: j, Index: idx, Embedder: emb, Session: "main"}).CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// So does an indexer told to keep none.
+	none := add(t, j, journal.Record{Role: "user", Text: "no context wanted"})
+	if err := New(Options{Journal: j, Index: idx, Embedder: emb, Session: "main", ContextTurns: -1}).CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[string]string{
+		ids[0]:   "",
+		ids[1]:   "my sister moved to Lisbon",
+		ids[3]:   "", // tool documents get none
+		ids[4]:   "my sister moved to Lisbon\nhow does she like it?",
+		more[0]:  "how does she like it?\nshe loves the trams",
+		after[0]: "",
+		none[0]:  "",
+	}
+	got := map[string]string{}
+	for id, d := range idx.docs {
+		got[id] = d.Context
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("contexts (-want +got):\n%s", diff)
+	}
+	// Vectors embed the text alone: flaky's first component is its length.
+	if v := idx.vecs[ids[4]]; v[0] != float32(len("she loves the trams")) {
+		t.Errorf("vector of %s = %v: not of the text alone", ids[4], v)
+	}
+}

@@ -21,10 +21,11 @@ const (
 	keyChannel  = "channel"  // Doc.Channel
 	keySession  = "session"  // Doc.Session (indexed, keyword)
 	keyText     = "text"     // Doc.Text
+	keyContext  = "context"  // Doc.Context (absent when empty)
 	keyTS       = "ts"       // Doc.TS, RFC 3339 with nanoseconds, UTC
 	keyTSMillis = "ts_ms"    // Doc.TS in unix milliseconds (indexed, integer): range filters
 	keySalience = "salience" // Doc.Salience
-	keyLen      = "len"      // number of recall.Tokens, for the average document length
+	keyLen      = "len"      // number of recall.Tokens of recall.IndexText, for the average document length
 
 	// rawSuffix marks the base64 of a string field's exact bytes, stored
 	// next to the field only when those bytes are not valid UTF-8 (protobuf
@@ -80,6 +81,9 @@ func docPayload(d recall.Doc, n int) map[string]*qc.Value {
 	putString(p, keyChannel, d.Channel)
 	putString(p, keySession, d.Session)
 	putString(p, keyText, d.Text)
+	if d.Context != "" {
+		putString(p, keyContext, d.Context)
+	}
 	p[keyTS] = qc.NewValueString(d.TS.UTC().Format(time.RFC3339Nano))
 	p[keyTSMillis] = qc.NewValueInt(d.TS.UnixMilli())
 	p[keySalience] = qc.NewValueDouble(float64(d.Salience))
@@ -97,6 +101,7 @@ func payloadDoc(p map[string]*qc.Value) (recall.Doc, error) {
 		Channel:  getString(p, keyChannel),
 		Session:  getString(p, keySession),
 		Text:     getString(p, keyText),
+		Context:  getString(p, keyContext),
 		Salience: float32(numberValue(p[keySalience])),
 	}
 	if s := p[keyTS].GetStringValue(); s != "" {

@@ -341,7 +341,7 @@ func (ix *Index) Upsert(ctx context.Context, docs []recall.Doc, vecs [][]float32
 		if vecs != nil {
 			p.vec = vecs[i]
 		}
-		p.counts, p.n = termCounts(d.Text)
+		p.counts, p.n = termCounts(recall.IndexText(d))
 		items = append(items, p)
 	}
 
@@ -362,7 +362,7 @@ func (ix *Index) Upsert(ctx context.Context, docs []recall.Doc, vecs [][]float32
 func batchLen(items []pending) int {
 	size := 0
 	for i, it := range items {
-		size += len(it.doc.Text) + len(it.doc.ID) + 4*len(it.vec) + 8*len(it.counts) + 256
+		size += len(it.doc.Text) + len(it.doc.Context) + len(it.doc.ID) + 4*len(it.vec) + 8*len(it.counts) + 256
 		if i == MaxBatch || (i > 0 && size > maxBatchBytes) {
 			return i
 		}

@@ -36,6 +36,7 @@ func RunIndexConformance(t *testing.T, open func(t *testing.T, dim int) recall.I
 		{"RoundTrip", s.roundTrip},
 		{"DocsOrderAndMissing", s.docsOrder},
 		{"Replace", s.replace},
+		{"Context", s.context},
 		{"Delete", s.delete},
 		{"LexicalRarerTermsOutrank", s.lexicalIDF},
 		{"LexicalSaturation", s.lexicalSaturation},
@@ -161,7 +162,7 @@ func (s *suite) roundTrip(t *testing.T) {
 	ctx := context.Background()
 	docs := []recall.Doc{
 		{ID: "01J0000000000000000000000A", Kind: recall.KindTurn, Role: "user", Mode: "voice", Channel: "voice", Session: "conv-1",
-			Text: "I adopted a puppy named Biscuit", TS: base, Salience: 0.75},
+			Text: "I adopted a puppy named Biscuit", Context: "Did you get a pet?\nWhat is it called?", TS: base, Salience: 0.75},
 		{ID: "01J0000000000000000000000B#2", Kind: recall.KindTool, Role: "tool", Mode: "text", Channel: "web_search", Session: "conv-2",
 			Text: "search results: weather in Lisbon is sunny", TS: base.Add(-36*time.Hour + 7*time.Millisecond), Salience: 0},
 		{ID: "c", Kind: recall.KindTurn, Role: "Caroline", Mode: "text", Channel: "chat", Session: "conv-26",
@@ -253,6 +254,75 @@ func (s *suite) replace(t *testing.T) {
 	}
 	if n, err := ix.Count(ctx); err != nil || n != 3 {
 		t.Errorf("Count = %d, %v; want 3", n, err)
+	}
+}
+
+// context checks recall.Doc.Context: indexed with the document, returned
+// by Docs apart from Text, and dropped with it on replace and delete.
+func (s *suite) context(t *testing.T) {
+	ix := s.index(t, ConformanceDim)
+	ctx := context.Background()
+	withCtx := func(id, text, context string) recall.Doc {
+		d := doc(id, text)
+		d.Context = context
+		return d
+	}
+	docs := []recall.Doc{
+		withCtx("a", "that sounds lovely", "my sister moved to Lisbon\nshe loves the trams"),
+		withCtx("b", "Lisbon has great pastries", ""),
+		withCtx("c", "unrelated chatter", "weather talk"),
+	}
+	docs = append(docs, filler(6, "f", "filler text")...)
+	upsert(t, ix, docs, nil)
+
+	tests := []struct {
+		query string
+		want  []string // sorted
+	}{
+		{"sister", []string{"a"}},              // only in a's context
+		{"trams", []string{"a"}},               // second context line
+		{"Lisbon", []string{"a", "b"}},         // text of one, context of the other
+		{"lovely weather", []string{"a", "c"}}, // text of a, context of c
+		{"pastries", []string{"b"}},
+	}
+	for _, tt := range tests {
+		if got := sorted(lexicalIDs(t, ix, tt.query, 10, recall.Filter{})); !slices.Equal(got, tt.want) {
+			t.Errorf("Lexical(%q) = %v, want %v", tt.query, got, tt.want)
+		}
+	}
+	got, err := ix.Docs(ctx, []string{"a", "b", "c"})
+	if err != nil {
+		t.Fatalf("Docs: %v", err)
+	}
+	if diff := cmp.Diff(docs[:3], got, docCmp); diff != "" {
+		t.Errorf("Docs mismatch (-want +got):\n%s", diff)
+	}
+
+	// Replacing a with another context forgets the old one.
+	a := withCtx("a", "that sounds lovely", "my brother plays chess")
+	upsert(t, ix, []recall.Doc{a}, nil)
+	if got := lexicalIDs(t, ix, "sister", 10, recall.Filter{}); len(got) != 0 {
+		t.Errorf("Lexical(old context) = %v, want nothing", got)
+	}
+	if got := lexicalIDs(t, ix, "chess", 10, recall.Filter{}); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("Lexical(new context) = %v, want [a]", got)
+	}
+	if got := lexicalIDs(t, ix, "Lisbon", 10, recall.Filter{}); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("Lexical(Lisbon) after replace = %v, want [b]", got)
+	}
+	// Deleting c drops the postings of its context.
+	if err := ix.Delete(ctx, []string{"c"}); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if got := lexicalIDs(t, ix, "weather", 10, recall.Filter{}); len(got) != 0 {
+		t.Errorf("Lexical(deleted context) = %v, want nothing", got)
+	}
+	got, err = ix.Docs(ctx, []string{"a"})
+	if err != nil {
+		t.Fatalf("Docs: %v", err)
+	}
+	if diff := cmp.Diff([]recall.Doc{a}, got, docCmp); diff != "" {
+		t.Errorf("Docs after replace (-want +got):\n%s", diff)
 	}
 }
 

@@ -78,7 +78,7 @@ func (n *naive) Lexical(_ context.Context, query string, k int, f recall.Filter)
 	df := map[string]int{}
 	total := 0
 	for id, d := range n.docs {
-		toks := recall.Tokens(d.Text)
+		toks := recall.Tokens(recall.IndexText(d))
 		lens[id] = len(toks)
 		total += len(toks)
 		tfs[id] = map[string]int{}

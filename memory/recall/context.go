@@ -1,0 +1,80 @@
+package recall
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// ContextTurns is how many preceding turns of the same conversation a turn
+// document carries as its Context. Measured on LoCoMo (bench/README.md):
+// questions often match what led up to a turn rather than the turn itself.
+const ContextTurns = 2
+
+// ContextTurnBytes bounds how much of one preceding turn goes into a
+// Context (its first bytes, cut at a rune boundary), so that one long turn
+// does not swamp the documents after it.
+const ContextTurnBytes = 2 << 10
+
+// IndexText is the text a backend indexes for d: its Text, followed by a
+// newline and its Context when it has one. The lexical side of every
+// backend tokenizes exactly this.
+func IndexText(d Doc) string {
+	if d.Context == "" {
+		return d.Text
+	}
+	return d.Text + "\n" + d.Context
+}
+
+// Preceding keeps the texts of the last few turns of one conversation, in
+// order, to give the next turn its Context. Feed it every turn in order
+// with Push, asking Context before pushing the turn itself. The zero value
+// keeps nothing; it is not safe for concurrent use.
+type Preceding struct {
+	n     int
+	texts []string // oldest first, at most n
+}
+
+// NewPreceding returns a Preceding that keeps the last n turns.
+func NewPreceding(n int) *Preceding {
+	return &Preceding{n: max(n, 0), texts: make([]string, 0, max(n, 0))}
+}
+
+// Context is the kept turns' texts, oldest first, one per line; "" when
+// none are kept.
+func (p *Preceding) Context() string {
+	return strings.Join(p.texts, "\n")
+}
+
+// Push records a turn's text (its first ContextTurnBytes), dropping the
+// oldest kept turn when full. Blank texts are ignored.
+func (p *Preceding) Push(text string) {
+	if p.n == 0 || strings.TrimSpace(text) == "" {
+		return
+	}
+	if len(text) > ContextTurnBytes {
+		cut := ContextTurnBytes
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut]
+	}
+	text = strings.Clone(text)
+	if len(p.texts) == p.n {
+		copy(p.texts, p.texts[1:])
+		p.texts = p.texts[:p.n-1]
+	}
+	p.texts = append(p.texts, text)
+}
+
+// Clone returns an independent copy of p.
+func (p *Preceding) Clone() *Preceding {
+	c := NewPreceding(p.n)
+	c.texts = append(c.texts, p.texts...)
+	return c
+}
+
+// Reset forgets every kept turn (a new session or conversation starts).
+func (p *Preceding) Reset() {
+	clear(p.texts)
+	p.texts = p.texts[:0]
+}
