@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -50,14 +49,9 @@ import (
 // of whitespace-separated words across the recorded messages, output_tokens
 // the number of text chunks sent.
 type AnthropicServer struct {
-	key     string
-	srv     *httptest.Server
-	closing chan struct{} // closed when the test ends, to release Hang and Delay
-
-	mu       sync.Mutex
-	queue    []Reply
-	requests []RecordedRequest
-	seq      int
+	key string
+	srv *httptest.Server
+	script
 }
 
 // NewAnthropic starts a server that is shut down when the test ends. When
@@ -65,7 +59,7 @@ type AnthropicServer struct {
 // authentication_error.
 func NewAnthropic(t testing.TB, key string) *AnthropicServer {
 	t.Helper()
-	s := &AnthropicServer{key: key, closing: make(chan struct{})}
+	s := &AnthropicServer{key: key, script: newScript()}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	t.Cleanup(func() {
 		close(s.closing)
@@ -77,44 +71,6 @@ func NewAnthropic(t testing.TB, key string) *AnthropicServer {
 // BaseURL is the base URL to configure a client with, as the SDKs expect
 // it: the server's root, without /v1.
 func (s *AnthropicServer) BaseURL() string { return s.srv.URL }
-
-// Enqueue appends replies; requests are answered in order. With the queue
-// empty, a request gets a default reply that echoes the last user text as
-// "echo: <text>" in a few chunks.
-func (s *AnthropicServer) Enqueue(r ...Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.queue = append(s.queue, r...)
-}
-
-// Requests returns the requests received so far, oldest first.
-func (s *AnthropicServer) Requests() []RecordedRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]RecordedRequest, len(s.requests))
-	for i, r := range s.requests {
-		out[i] = anthCloneRequest(r)
-	}
-	return out
-}
-
-// anthCloneRequest returns a deep copy of r.
-func anthCloneRequest(r RecordedRequest) RecordedRequest {
-	r.Messages = slices.Clone(r.Messages)
-	for i := range r.Messages {
-		r.Messages[i].ToolCalls = slices.Clone(r.Messages[i].ToolCalls)
-	}
-	r.Tools = slices.Clone(r.Tools)
-	for i := range r.Tools {
-		r.Tools[i].Parameters = slices.Clone(r.Tools[i].Parameters)
-	}
-	if r.Store != nil {
-		store := *r.Store
-		r.Store = &store
-	}
-	r.Header = r.Header.Clone()
-	return r
-}
 
 // Wire types of a Messages request: only what the server looks at.
 type (
@@ -535,30 +491,6 @@ func anthWords(msgs []Message) int64 {
 	return n
 }
 
-// next pops the next scripted reply, or makes the default echo reply.
-func (s *AnthropicServer) next(msgs []Message) Reply {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.queue) > 0 {
-		r := s.queue[0]
-		s.queue = s.queue[1:]
-		return r
-	}
-	var last string
-	for _, m := range msgs {
-		if m.Role == "user" {
-			last = m.Content
-		}
-	}
-	var chunks []Chunk
-	for _, word := range strings.SplitAfter("echo: "+last, " ") {
-		if word != "" {
-			chunks = append(chunks, Chunk{Text: word})
-		}
-	}
-	return Reply{Chunks: chunks}
-}
-
 func (s *AnthropicServer) newID(prefix string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -696,26 +628,11 @@ func (st *anthReply) stopReason() string {
 // wait sleeps d on the server side (a scripted provider delay). It reports
 // false when the client went away or the server is closing.
 func (st *anthReply) wait(d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-st.r.Context().Done():
-		return false
-	case <-st.s.closing:
-		return false
-	}
+	return st.s.wait(st.r.Context(), d)
 }
 
 func (st *anthReply) hang() {
-	select {
-	case <-st.r.Context().Done():
-	case <-st.s.closing:
-	}
+	st.s.hang(st.r.Context())
 }
 
 // complete answers a request with stream false.

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -40,15 +39,10 @@ type Server struct {
 	// URL is the base URL to configure a client with; it ends in /v1.
 	URL string
 
-	key     string
-	srv     *httptest.Server
-	closing chan struct{} // closed when the test ends, to release Hang and Delay
-
-	mu       sync.Mutex
-	queue    []Reply
-	requests []RecordedRequest
-	seq      int // completions answered, for their ids
-	callSeq  int // tool-call ids generated
+	key string
+	srv *httptest.Server
+	script
+	callSeq int // tool-call ids generated, under mu
 }
 
 // NewOpenAI starts a server that is shut down when the test ends. When key
@@ -56,7 +50,7 @@ type Server struct {
 // 401 JSON error.
 func NewOpenAI(t testing.TB, key string) *Server {
 	t.Helper()
-	s := &Server{key: key, closing: make(chan struct{})}
+	s := &Server{key: key, script: newScript()}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.srv.URL + "/v1"
 	t.Cleanup(func() {
@@ -64,44 +58,6 @@ func NewOpenAI(t testing.TB, key string) *Server {
 		s.srv.Close()
 	})
 	return s
-}
-
-// Enqueue appends replies; requests are answered in order. With the queue
-// empty, a request gets a default reply that echoes the last user message
-// as "echo: <text>" in a few chunks.
-func (s *Server) Enqueue(r ...Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.queue = append(s.queue, r...)
-}
-
-// Requests returns the requests received so far, oldest first.
-func (s *Server) Requests() []RecordedRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]RecordedRequest, len(s.requests))
-	for i, r := range s.requests {
-		out[i] = r.clone()
-	}
-	return out
-}
-
-// clone returns a deep copy of r.
-func (r RecordedRequest) clone() RecordedRequest {
-	r.Messages = slices.Clone(r.Messages)
-	for i := range r.Messages {
-		r.Messages[i].ToolCalls = slices.Clone(r.Messages[i].ToolCalls)
-	}
-	r.Tools = slices.Clone(r.Tools)
-	for i := range r.Tools {
-		r.Tools[i].Parameters = slices.Clone(r.Tools[i].Parameters)
-	}
-	if r.Store != nil {
-		store := *r.Store
-		r.Store = &store
-	}
-	r.Header = r.Header.Clone()
-	return r
 }
 
 // wireRequest is the part of a chat completions request body the server
@@ -473,30 +429,6 @@ func promptWords(msgs []Message) int64 {
 	return n
 }
 
-// next pops the next scripted reply, or makes the default echo reply.
-func (s *Server) next(msgs []Message) Reply {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.queue) > 0 {
-		r := s.queue[0]
-		s.queue = s.queue[1:]
-		return r
-	}
-	var last string
-	for _, m := range msgs {
-		if m.Role == "user" {
-			last = m.Content
-		}
-	}
-	var chunks []Chunk
-	for _, word := range strings.SplitAfter("echo: "+last, " ") {
-		if word != "" {
-			chunks = append(chunks, Chunk{Text: word})
-		}
-	}
-	return Reply{Chunks: chunks}
-}
-
 func (s *Server) newID() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -692,26 +624,11 @@ func (st *replyState) finishReason() string {
 // wait sleeps d on the server side (a scripted provider delay). It reports
 // false when the client went away or the server is closing.
 func (st *replyState) wait(d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-st.r.Context().Done():
-		return false
-	case <-st.s.closing:
-		return false
-	}
+	return st.s.wait(st.r.Context(), d)
 }
 
 func (st *replyState) hang() {
-	select {
-	case <-st.r.Context().Done():
-	case <-st.s.closing:
-	}
+	st.s.hang(st.r.Context())
 }
 
 // complete answers a request with stream false.

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -34,15 +33,10 @@ import (
 // reason. UsageEveryChunk has no meaning here: usage comes once, in the
 // terminal event.
 type ResponsesServer struct {
-	key     string
-	srv     *httptest.Server
-	closing chan struct{} // closed when the test ends, to release Hang and Delay
-
-	mu       sync.Mutex
-	queue    []Reply
-	requests []RecordedRequest
-	stored   map[string]*responsesStored
-	seq      int
+	key string
+	srv *httptest.Server
+	script
+	stored map[string]*responsesStored // under mu
 }
 
 // responsesStored is a response kept for previous_response_id.
@@ -58,7 +52,7 @@ type responsesStored struct {
 // get a 401 JSON error.
 func NewResponses(t testing.TB, key string) *ResponsesServer {
 	t.Helper()
-	s := &ResponsesServer{key: key, closing: make(chan struct{}), stored: make(map[string]*responsesStored)}
+	s := &ResponsesServer{key: key, script: newScript(), stored: make(map[string]*responsesStored)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/responses", s.create)
 	mux.HandleFunc("GET /v1/responses/{id}", s.get)
@@ -76,40 +70,6 @@ func NewResponses(t testing.TB, key string) *ResponsesServer {
 
 // BaseURL is the base URL to configure a client with; it ends in /v1.
 func (s *ResponsesServer) BaseURL() string { return s.srv.URL + "/v1" }
-
-// Enqueue appends replies; requests are answered in order. With the queue
-// empty, a request gets a default reply that echoes the conversation's
-// last user message as "echo: <text>" in a few chunks.
-func (s *ResponsesServer) Enqueue(r ...Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.queue = append(s.queue, r...)
-}
-
-// Requests returns the POST /v1/responses requests received so far,
-// oldest first. Messages are the request's input items: messages by role
-// ("developer" recorded as "system"), function_call items as ToolCalls of
-// the assistant message they follow (or of a new one), and
-// function_call_output items as "tool" messages. Server-side tools are
-// recorded with Name set to their type.
-func (s *ResponsesServer) Requests() []RecordedRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]RecordedRequest, len(s.requests))
-	for i, r := range s.requests {
-		r.Messages = slices.Clone(r.Messages)
-		for j := range r.Messages {
-			r.Messages[j].ToolCalls = slices.Clone(r.Messages[j].ToolCalls)
-		}
-		r.Tools = slices.Clone(r.Tools)
-		if r.Store != nil {
-			r.Store = new(*r.Store)
-		}
-		r.Header = r.Header.Clone()
-		out[i] = r
-	}
-	return out
-}
 
 // ForgetResponses drops every stored response, as if they had expired
 // (xAI keeps them 30 days): a previous_response_id naming one then gets
@@ -566,30 +526,6 @@ func responsesText(raw json.RawMessage) (text string, ok bool) {
 	return b.String(), true
 }
 
-// next pops the next scripted reply, or makes the default echo reply.
-func (s *ResponsesServer) next(history []Message) Reply {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.queue) > 0 {
-		r := s.queue[0]
-		s.queue = s.queue[1:]
-		return r
-	}
-	var last string
-	for _, m := range history {
-		if m.Role == "user" {
-			last = m.Content
-		}
-	}
-	var chunks []Chunk
-	for _, word := range strings.SplitAfter("echo: "+last, " ") {
-		if word != "" {
-			chunks = append(chunks, Chunk{Text: word})
-		}
-	}
-	return Reply{Chunks: chunks}
-}
-
 // newID returns a fresh id with the given prefix ("resp", "msg", "fc",
 // "call").
 func (s *ResponsesServer) newID(prefix string) string {
@@ -800,26 +736,11 @@ func (st *responsesReply) finish(text string, output []any, chunks int) string {
 // wait sleeps d on the server side (a scripted provider delay). It reports
 // false when the client went away or the server is closing.
 func (st *responsesReply) wait(d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-st.r.Context().Done():
-		return false
-	case <-st.s.closing:
-		return false
-	}
+	return st.s.wait(st.r.Context(), d)
 }
 
 func (st *responsesReply) hang() {
-	select {
-	case <-st.r.Context().Done():
-	case <-st.s.closing:
-	}
+	st.s.hang(st.r.Context())
 }
 
 // output builds the output items: a message when there is text or no

@@ -1,8 +1,12 @@
 package llmtest
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -88,4 +92,107 @@ type Tool struct {
 	Name        string
 	Description string
 	Parameters  json.RawMessage
+}
+
+// script is what every stand-in server shares: its queue of scripted
+// replies, the requests it recorded, a sequence for ids, and the test's
+// lifetime (closing releases Hang and Delay when the test ends).
+type script struct {
+	closing chan struct{}
+
+	mu       sync.Mutex
+	queue    []Reply
+	requests []RecordedRequest
+	seq      int
+}
+
+func newScript() script { return script{closing: make(chan struct{})} }
+
+// Enqueue appends replies; requests are answered in order. With the queue
+// empty, a request gets a default reply that echoes the last user message
+// as "echo: <text>" in a few chunks.
+func (s *script) Enqueue(r ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, r...)
+}
+
+// Requests returns the requests received so far, oldest first, normalised
+// across protocols (see RecordedRequest).
+func (s *script) Requests() []RecordedRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]RecordedRequest, len(s.requests))
+	for i, r := range s.requests {
+		out[i] = r.clone()
+	}
+	return out
+}
+
+// clone returns a deep copy of r.
+func (r RecordedRequest) clone() RecordedRequest {
+	r.Messages = slices.Clone(r.Messages)
+	for i := range r.Messages {
+		r.Messages[i].ToolCalls = slices.Clone(r.Messages[i].ToolCalls)
+	}
+	r.Tools = slices.Clone(r.Tools)
+	for i := range r.Tools {
+		r.Tools[i].Parameters = slices.Clone(r.Tools[i].Parameters)
+	}
+	if r.Store != nil {
+		store := *r.Store
+		r.Store = &store
+	}
+	r.Header = r.Header.Clone()
+	return r
+}
+
+// next pops the next scripted reply, or makes the default echo reply.
+func (s *script) next(msgs []Message) Reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) > 0 {
+		r := s.queue[0]
+		s.queue = s.queue[1:]
+		return r
+	}
+	var last string
+	for _, m := range msgs {
+		if m.Role == "user" {
+			last = m.Content
+		}
+	}
+	var chunks []Chunk
+	for _, word := range strings.SplitAfter("echo: "+last, " ") {
+		if word != "" {
+			chunks = append(chunks, Chunk{Text: word})
+		}
+	}
+	return Reply{Chunks: chunks}
+}
+
+// wait sleeps d on the server side (a scripted provider delay). It reports
+// false when the client went away or the test ended.
+func (s *script) wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.closing:
+		return false
+	}
+}
+
+// hang blocks until the client goes away or the test ends.
+func (s *script) hang(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-s.closing:
+	}
 }
