@@ -40,22 +40,12 @@ type OpenAI struct {
 // variables (organization, project, custom headers, a second key) never
 // reach a provider that cfg did not name.
 func NewOpenAI(cfg Config, httpClient *http.Client) *OpenAI {
-	if httpClient == nil {
-		httpClient = &http.Client{}
-	}
 	name := cmp.Or(cfg.Provider, ProviderOpenAI)
 	model, base := DefaultOpenAIModel, DefaultOpenAIBaseURL
 	if name == ProviderXAI {
 		model, base = DefaultXAIModel, DefaultXAIBaseURL
 	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(cmp.Or(cfg.BaseURL, base)),
-		option.WithHTTPClient(httpClient),
-		option.WithMaxRetries(0), // the caller decides about retries
-	}
-	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	}
+	opts := sdkOptions(cfg, base, httpClient)
 	return &OpenAI{
 		name:    name,
 		model:   cmp.Or(cfg.Model, model),
@@ -322,6 +312,25 @@ func withCause(cause, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", cause, err)
+}
+
+// sdkOptions are the openai-go options of both OpenAI-protocol adapters:
+// explicit base URL, HTTP client and key only (ambient OPENAI_* variables
+// never reach a provider cfg did not name), and no SDK retries (the
+// caller decides). A nil httpClient means a plain &http.Client{}.
+func sdkOptions(cfg Config, defaultBase string, httpClient *http.Client) []option.RequestOption {
+	if httpClient == nil {
+		httpClient = &http.Client{}
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(cmp.Or(cfg.BaseURL, defaultBase)),
+		option.WithHTTPClient(httpClient),
+		option.WithMaxRetries(0),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	return opts
 }
 
 func retryableStatus(status int) bool {

@@ -49,22 +49,12 @@ type Responses struct {
 // disables the SDK's retries. It logs nowhere until [Responses.WithLogger]
 // gives it a logger.
 func NewResponses(cfg Config, httpClient *http.Client) *Responses {
-	if httpClient == nil {
-		httpClient = &http.Client{}
-	}
 	name := cmp.Or(cfg.Provider, ProviderXAI)
 	model, base := DefaultXAIModel, DefaultXAIBaseURL
 	if name == ProviderOpenAI {
 		model, base = DefaultOpenAIModel, DefaultOpenAIBaseURL
 	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(cmp.Or(cfg.BaseURL, base)),
-		option.WithHTTPClient(httpClient),
-		option.WithMaxRetries(0), // the caller decides about retries
-	}
-	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	}
+	opts := sdkOptions(cfg, base, httpClient)
 	return &Responses{
 		name:        name,
 		model:       cmp.Or(cfg.Model, model),
