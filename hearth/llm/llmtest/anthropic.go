@@ -637,22 +637,9 @@ func (st *anthReply) hang() {
 
 // complete answers a request with stream false.
 func (st *anthReply) complete() {
-	if st.reply.Hang {
-		st.hang()
+	text, ok := st.s.whole(st.r.Context(), st.reply)
+	if !ok {
 		return
-	}
-	var text strings.Builder
-	for i, c := range st.reply.Chunks {
-		if st.reply.CutAfter > 0 && i == st.reply.CutAfter {
-			panic(http.ErrAbortHandler) // drop the connection
-		}
-		if !st.wait(c.Delay) {
-			return
-		}
-		text.WriteString(c.Text)
-	}
-	if st.reply.CutAfter > 0 {
-		panic(http.ErrAbortHandler)
 	}
 	msg := anthWireMessage{
 		ID:      st.id,
@@ -662,7 +649,7 @@ func (st *anthReply) complete() {
 		Content: []anthWireBlock{},
 		Usage:   anthUsage{InputTokens: st.inputTokens, OutputTokens: int64(len(st.reply.Chunks))},
 	}
-	if s := text.String(); s != "" {
+	if s := text; s != "" {
 		msg.Content = append(msg.Content, anthWireBlock{Type: "text", Text: &s})
 	}
 	for _, c := range st.calls {

@@ -633,25 +633,12 @@ func (st *replyState) hang() {
 
 // complete answers a request with stream false.
 func (st *replyState) complete() {
-	if st.reply.Hang {
-		st.hang()
+	text, ok := st.s.whole(st.r.Context(), st.reply)
+	if !ok {
 		return
 	}
-	var text strings.Builder
-	for i, c := range st.reply.Chunks {
-		if st.reply.CutAfter > 0 && i == st.reply.CutAfter {
-			panic(http.ErrAbortHandler) // drop the connection
-		}
-		if !st.wait(c.Delay) {
-			return
-		}
-		text.WriteString(c.Text)
-	}
-	if st.reply.CutAfter > 0 {
-		panic(http.ErrAbortHandler)
-	}
 	msg := assistantMsg{Role: "assistant", Refusal: null}
-	if s := text.String(); s != "" || len(st.calls) == 0 {
+	if s := text; s != "" || len(st.calls) == 0 {
 		msg.Content = &s
 	}
 	for _, c := range st.calls {

@@ -767,25 +767,12 @@ func (st *responsesReply) ids() (msgID string, fcIDs []string) {
 
 // complete answers a request with stream false: the response object.
 func (st *responsesReply) complete() {
-	if st.reply.Hang {
-		st.hang()
+	text, ok := st.s.whole(st.r.Context(), st.reply)
+	if !ok {
 		return
 	}
-	var text strings.Builder
-	for i, c := range st.reply.Chunks {
-		if st.reply.CutAfter > 0 && i == st.reply.CutAfter {
-			panic(http.ErrAbortHandler) // drop the connection
-		}
-		if !st.wait(c.Delay) {
-			return
-		}
-		text.WriteString(c.Text)
-	}
-	if st.reply.CutAfter > 0 {
-		panic(http.ErrAbortHandler)
-	}
 	msgID, fcIDs := st.ids()
-	st.finish(text.String(), st.output(msgID, text.String(), fcIDs), len(st.reply.Chunks))
+	st.finish(text, st.output(msgID, text, fcIDs), len(st.reply.Chunks))
 	responsesWriteJSON(st.w, http.StatusOK, st.obj)
 }
 

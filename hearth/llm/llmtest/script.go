@@ -196,3 +196,28 @@ func (s *script) hang(ctx context.Context) {
 	case <-s.closing:
 	}
 }
+
+// whole plays r for a request with stream false: the content of its chunks,
+// after their delays. It drops the connection (panicking with
+// http.ErrAbortHandler) when r is cut, and reports false when r hangs or
+// the client goes away, in which case nothing is to be written.
+func (s *script) whole(ctx context.Context, r Reply) (string, bool) {
+	if r.Hang {
+		s.hang(ctx)
+		return "", false
+	}
+	var text strings.Builder
+	for i, c := range r.Chunks {
+		if r.CutAfter > 0 && i == r.CutAfter {
+			panic(http.ErrAbortHandler)
+		}
+		if !s.wait(ctx, c.Delay) {
+			return "", false
+		}
+		text.WriteString(c.Text)
+	}
+	if r.CutAfter > 0 {
+		panic(http.ErrAbortHandler)
+	}
+	return text.String(), true
+}
