@@ -40,12 +40,20 @@ type DaemonOptions struct {
 	// Vectors is the word-vector file of the offline embedder; "" means
 	// MNEMO_VECTORS or $XDG_CACHE_HOME/mnemo/wink-sg100-100k.bin.
 	Vectors string
-	Version string
-	Getenv  func(string) string
-	Log     *slog.Logger
+	// ContextBudget is the total of the context budget in tokens
+	// (-context-budget); 0 means DefaultContextTokens. PreferencesFile
+	// overrides it.
+	ContextBudget int
+	Version       string
+	Getenv        func(string) string
+	Log           *slog.Logger
 	// Ready, when set, is called with the bound address once hearth
 	// accepts connections.
 	Ready func(net.Addr)
+
+	// recallRetry is how opening recall backs off; zero takes the
+	// defaults (tests shorten it).
+	recallRetry retryPolicy
 }
 
 // InjectedSentinel marks text that hearth injects as context, so that it
@@ -66,6 +74,10 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 	}
 	log := o.Log
 	addr, err := bindAddr(o)
+	if err != nil {
+		return err
+	}
+	budget, err := baseBudget(o.ContextBudget)
 	if err != nil {
 		return err
 	}
@@ -95,7 +107,9 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 		return err
 	}
 
-	resolver := newModelResolver(root.ReadFile, o.Getenv, log)
+	prefs := newPrefsReader(root.ReadFile, log)
+	resolver := newModelResolver(prefs, o.Getenv, log)
+	budgets := &budgetResolver{prefs: prefs, base: budget}
 	if _, err := resolver.Resolve(); errors.Is(err, llm.ErrNoProvider) {
 		log.Warn("no model provider configured: hearth serves history but cannot answer", "hint", err.Error())
 	} else if err != nil {
@@ -109,23 +123,22 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 		}
 	}
 	// Recall opens in the background (a large index takes seconds to
-	// load) while hearth already serves; until it is up, and if it cannot
-	// start, memory search falls back to keywords over the journal.
+	// load) while hearth already serves, retrying while its backend is
+	// unreachable; until it is up, and if its configuration is wrong,
+	// memory search falls back to keywords over the journal.
 	keyword := tools.KeywordSearch(func(ctx context.Context, fn func(tools.Rec) error) error {
 		return j.Scan(ctx, func(r journal.Record) error { return fn(toolRec(r)) })
 	})
 	recallCtx, stopRecall := context.WithCancel(ctx)
-	lr := &lateRecall{keyword: keyword}
+	lr := &lateRecall{keyword: keyword, backend: recallBackend(o), embedder: embedderKind(o)}
 	recallDone := make(chan struct{})
 	go func() {
 		defer close(recallDone)
-		rs, err := openRecall(recallCtx, root, j, o, log)
-		if err != nil {
-			log.Error("recall unavailable: memory search falls back to keywords", "err", err)
+		rs := lr.open(recallCtx, recallOpener(root, j, o, log), o.recallRetry, log)
+		if rs == nil {
 			return
 		}
 		defer rs.Close()
-		lr.rs.Store(rs)
 		log.Info("recall ready", "backend", rs.backend, "embedder", embedderName(rs.embedder))
 		rs.indexer.Run(recallCtx)
 	}()
@@ -164,6 +177,8 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 		Journal:        j,
 		Token:          token,
 		Resolve:        resolver.Resolve,
+		Budget:         budget,
+		ResolveBudget:  budgets.Resolve,
 		Tools:          registry,
 		Search:         search,
 		Memories:       lr.memories,

@@ -1,10 +1,19 @@
 package hearth
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/mnemo/mnemo/ipc"
+	"github.com/mnemo/mnemo/memory/recall/qdrant/qdranttest"
 )
 
 func env(m map[string]string) func(string) string {
@@ -85,4 +94,163 @@ func TestAuthToken(t *testing.T) {
 			t.Errorf("authToken() error = %v, want a 0600 complaint", err)
 		}
 	})
+}
+
+// proxy forwards connections on addr to target, once target is set: until
+// then nothing listens on addr.
+func proxy(t *testing.T, addr, target string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on the reserved address: %v", err)
+	}
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		close(done)
+		ln.Close()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			wg.Go(func() {
+				go func() {
+					<-done
+					in.Close()
+					out.Close()
+				}()
+				go io.Copy(out, in)
+				io.Copy(in, out)
+				in.Close()
+				out.Close()
+			})
+		}
+	})
+}
+
+// healthUntil asks hearth for its health until ok accepts the index's.
+func healthUntil(t *testing.T, c *ipc.Conn, what string, ok func(*ipc.IndexHealth) bool) *ipc.IndexHealth {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if err := c.Send(&ipc.Health{Ref: "h"}); err != nil {
+			t.Fatal(err)
+		}
+		got := recvUntil(t, c, func(m ipc.Msg) bool { _, ok := m.(*ipc.HealthReport); return ok })
+		ix := got[len(got)-1].(*ipc.HealthReport).Index
+		if ok(ix) {
+			return ix
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; index health %+v", what, ix)
+		}
+		time.Sleep(20 * time.Millisecond) // polling hearth's background retries
+	}
+}
+
+// search asks hearth's memory once.
+func search(t *testing.T, c *ipc.Conn, query string) []ipc.SearchHit {
+	t.Helper()
+	if err := c.Send(&ipc.Search{Query: query, Ref: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	got := recvUntil(t, c, func(m ipc.Msg) bool { _, ok := m.(*ipc.SearchResults); return ok })
+	return got[len(got)-1].(*ipc.SearchResults).Results
+}
+
+// TestRecallOpensWhenQdrantComesUp starts hearth with MNEMO_QDRANT_ADDR
+// where nothing listens: recall reports itself unavailable (safely) while
+// search uses keywords; once a Qdrant starts there, recall opens on a
+// retry, with no restart, and search goes through it.
+func TestRecallOpensWhenQdrantComesUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qdrantAddr := ln.Addr().String()
+	ln.Close()
+	_, port, _ := net.SplitHostPort(qdrantAddr)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	o := DaemonOptions{
+		Addr:      "127.0.0.1:0",
+		Root:      t.TempDir(),
+		Gateway:   filepath.Join(t.TempDir(), "gateway.json"),
+		TokenFile: filepath.Join(t.TempDir(), "token"),
+		Getenv: env(map[string]string{
+			"APP_AUTH_TOKEN":       testToken,
+			"MNEMO_EMBEDDER":       "none",
+			"MNEMO_QDRANT_ADDR":    qdrantAddr,
+			"MNEMO_QDRANT_API_KEY": "qdrant-secret-key",
+		}),
+		Log:         slog.New(slog.NewTextHandler(t.Output(), nil)),
+		Ready:       func(a net.Addr) { ready <- a },
+		recallRetry: retryPolicy{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+	}
+	go func() { done <- RunDaemon(ctx, o) }()
+	var addr net.Addr
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		t.Fatalf("RunDaemon: %v", err)
+	}
+	c := dial(t, addr.String())
+
+	down := healthUntil(t, c, "recall to report its failed attempts", func(ix *ipc.IndexHealth) bool { return ix != nil && ix.Failures >= 2 })
+	if !down.Unavailable || down.Backend != "qdrant" || !strings.Contains(down.Failing, "retrying") {
+		t.Errorf("health while Qdrant is down = %+v", down)
+	}
+	for _, leak := range []string{"127.0.0.1", port, "qdrant-secret-key", "refused"} {
+		if strings.Contains(down.Failing, leak) {
+			t.Errorf("health leaks %q: %q", leak, down.Failing)
+		}
+	}
+	c.Send(&ipc.Transcript{Role: ipc.RoleUser, Text: "We planted tomatoes in the raised bed."})
+	recvUntil(t, c, func(m ipc.Msg) bool { _, ok := m.(*ipc.TurnStored); return ok })
+	if hits := search(t, c, "tomatoes"); len(hits) != 1 || !strings.Contains(hits[0].Turn.Content, "tomatoes") {
+		t.Errorf("keyword search while Qdrant is down = %+v", hits)
+	}
+
+	q, err := qdranttest.Start(qdranttest.Options{APIKey: "qdrant-secret-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.Close)
+	proxy(t, qdrantAddr, q.Addr())
+	up := healthUntil(t, c, "recall to open", func(ix *ipc.IndexHealth) bool { return ix != nil && !ix.Unavailable })
+	if up.Backend != "qdrant" || up.Failing != "" {
+		t.Errorf("health once Qdrant is up = %+v", up)
+	}
+	// The indexer catches up from the journal; search now queries Qdrant.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		hits := search(t, c, "tomatoes")
+		if q.Calls("/qdrant.Points/Query") > 0 && len(hits) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("search never went through Qdrant (%d queries)", q.Calls("/qdrant.Points/Query"))
+		}
+		time.Sleep(20 * time.Millisecond) // polling the asynchronous indexer
+	}
+	if hits := search(t, c, "raised bed"); len(hits) == 0 || !strings.Contains(hits[0].Turn.Content, "tomatoes") {
+		t.Errorf("recall search = %+v, want the indexed turn", hits)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("RunDaemon: %v", err)
+	}
 }

@@ -48,12 +48,15 @@ type Config struct {
 	Resolve func() (Model, error)
 	// Tools are offered to the model; nil offers none.
 	Tools agent.Tools
-	// Memories returns injected context of older memories relevant to the
-	// newest message, leaving out the ids already in the context window;
-	// nil injects none.
-	Memories func(ctx context.Context, query string, exclude map[string]bool, budget int) string
-	// MemoryBudget bounds Memories, in tokens; default 800.
-	MemoryBudget int
+	// Memories returns injected context of older turns and tool results
+	// relevant to the newest message, each part within its allowance and
+	// leaving out the ids already in the context window; nil injects none.
+	Memories func(ctx context.Context, req MemoryRequest) string
+	// Budget is the context budget of every turn; the zero value takes
+	// DefaultContextBudget. ResolveBudget, when set, overrides it for each
+	// turn (the owner's preference file is read every time).
+	Budget        ContextBudget
+	ResolveBudget func() ContextBudget
 	// OnAppend is told the id of every record hearth appends (the indexer
 	// listens); it must not block.
 	OnAppend func(id string)
@@ -68,7 +71,7 @@ type Config struct {
 	Context func() ([]llm.Message, error)
 
 	HistoryTurns     int           // turns sent to a client on connect; default 50
-	ContextTurns     int           // turns sent to the model; default 100
+	ContextTurns     int           // most turns sent to the model, within the budget; default 100
 	MaxClients       int           // concurrent connections; default 64
 	ClientQueue      int           // frames queued per client before it is dropped; default 1024
 	ClientBudget     int           // bytes queued per client before it is dropped; default 4 MiB
@@ -103,8 +106,8 @@ func (c *Config) setDefaults() {
 	if c.DropGrace <= 0 {
 		c.DropGrace = 5 * time.Second
 	}
-	if c.MemoryBudget <= 0 {
-		c.MemoryBudget = 800
+	if c.Budget == (ContextBudget{}) {
+		c.Budget = DefaultContextBudget()
 	}
 	if c.ConfirmTimeout <= 0 {
 		c.ConfirmTimeout = 2 * time.Minute
@@ -170,6 +173,9 @@ func New(cfg Config) (*Hearth, error) {
 	}
 	if cfg.Token == "" {
 		return nil, errors.New("hearth: no auth token")
+	}
+	if err := cfg.Budget.Validate(); err != nil {
+		return nil, fmt.Errorf("hearth: %w", err)
 	}
 	keep := max(cfg.HistoryTurns, cfg.ContextTurns)
 	recent, err := cfg.Journal.Tail(keep)

@@ -13,46 +13,107 @@ import (
 	"github.com/mnemo/mnemo/hearth/llm"
 )
 
-// PreferencesFile, in the memory root, holds the owner's model preference:
+// PreferencesFile, in the memory root, holds the owner's preferences:
 //
-//	{"provider": "anthropic", "model": "claude-sonnet-4-5"}
+//	{"provider": "anthropic", "model": "claude-sonnet-4-5",
+//	 "context": {"budget_tokens": 24000, "shares": {"recent": 75, "memories": 15, "tools": 10}}}
 //
-// Both fields are optional and override MNEMO_PROVIDER and MNEMO_MODEL. It
-// is read before every turn, so an edit applies to the next message with no
-// restart (seed 000, SWAP-1 and SWAP-2). Keys stay in the environment.
+// Every field is optional. provider and model override MNEMO_PROVIDER and
+// MNEMO_MODEL; context overrides the -context-budget flag and the default
+// shares (see ContextBudget). It is read before every turn, so an edit
+// applies to the next message with no restart (seed 000, SWAP-1 and
+// SWAP-2). Keys stay in the environment.
 const PreferencesFile = "preferences.json"
 
 // Preferences is the content of PreferencesFile.
 type Preferences struct {
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
+	// Context is a ContextBudget whose omitted fields keep their base
+	// values; it is decoded (and validated) by budgetResolver.
+	Context json.RawMessage `json:"context,omitempty"`
+}
+
+// prefsReader reads PreferencesFile for the resolvers, logging each
+// distinct problem once (again only if it comes back after being fixed).
+type prefsReader struct {
+	readFile func(name string) ([]byte, error)
+	log      *slog.Logger
+
+	mu   sync.Mutex
+	last map[string]string // by topic, the last problem logged
+}
+
+func newPrefsReader(readFile func(string) ([]byte, error), log *slog.Logger) *prefsReader {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &prefsReader{readFile: readFile, log: log, last: make(map[string]string)}
+}
+
+// read returns the preferences; a missing file is no preference, a broken
+// one is logged and ignored (ok is false: the environment and flags
+// apply).
+func (r *prefsReader) read() (Preferences, bool) {
+	var p Preferences
+	b, err := r.readFile(PreferencesFile)
+	if err == nil {
+		err = json.Unmarshal(b, &p)
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		r.clear("file")
+		return Preferences{}, true
+	case err != nil:
+		r.warnOnce("file", "ignoring "+PreferencesFile, err)
+		return Preferences{}, false
+	}
+	r.clear("file")
+	return p, true
+}
+
+// warnOnce logs msg with err unless the same problem of topic was the last
+// one logged.
+func (r *prefsReader) warnOnce(topic, msg string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := err.Error(); s != r.last[topic] {
+		r.last[topic] = s
+		r.log.Warn(msg, "err", err)
+	}
+}
+
+// clear forgets topic's last problem: it is fixed.
+func (r *prefsReader) clear(topic string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.last, topic)
 }
 
 // modelResolver builds the model for each turn from the environment and
 // the owner's preferences, reusing adapters while the configuration stays
 // the same.
 type modelResolver struct {
-	readFile func(name string) ([]byte, error)
-	getenv   func(string) string
-	hc       *http.Client
-	log      *slog.Logger
+	prefs  *prefsReader
+	getenv func(string) string
+	hc     *http.Client
+	log    *slog.Logger
 
 	mu    sync.Mutex
 	cache map[string]Model
-	last  string // the last preference error logged, to log each once
 }
 
-func newModelResolver(readFile func(string) ([]byte, error), getenv func(string) string, log *slog.Logger) *modelResolver {
+func newModelResolver(prefs *prefsReader, getenv func(string) string, log *slog.Logger) *modelResolver {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &modelResolver{readFile: readFile, getenv: getenv, hc: &http.Client{}, log: log, cache: make(map[string]Model)}
+	return &modelResolver{prefs: prefs, getenv: getenv, hc: &http.Client{}, log: log, cache: make(map[string]Model)}
 }
 
 // Resolve returns the model the next turn uses. Its error is safe to show:
 // it names what to configure.
 func (r *modelResolver) Resolve() (Model, error) {
-	p := r.preferences()
+	p, _ := r.prefs.read()
 	getenv := func(k string) string {
 		switch {
 		case k == "MNEMO_PROVIDER" && p.Provider != "":
@@ -79,26 +140,6 @@ func (r *modelResolver) Resolve() (Model, error) {
 	r.log.Info("model provider", "provider", cfg.String())
 	r.cache[key] = m
 	return m, nil
-}
-
-// preferences reads PreferencesFile; a missing file is no preference, a
-// broken one is logged and ignored (the environment still applies).
-func (r *modelResolver) preferences() Preferences {
-	var p Preferences
-	b, err := r.readFile(PreferencesFile)
-	if err == nil {
-		err = json.Unmarshal(b, &p)
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		r.mu.Lock()
-		if msg := err.Error(); msg != r.last {
-			r.last = msg
-			r.log.Warn("ignoring "+PreferencesFile, "err", err)
-		}
-		r.mu.Unlock()
-		return Preferences{}
-	}
-	return p
 }
 
 // newModel builds the adapter for cfg, with retries on transient failures.

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,35 +36,80 @@ type recallSystem struct {
 	indexer  *indexer.Indexer
 	searcher *recall.Searcher
 	backend  string
+	log      *slog.Logger
 }
 
-// openRecall sets up recall from the environment. The journal stays the
-// truth: a corrupt or mismatched embedded index is removed and rebuilt
-// from it.
+// openRecall sets up recall from the environment (see newEmbedder and
+// openIndex).
 func openRecall(ctx context.Context, root *memory.Root, j *journal.Journal, o DaemonOptions, log *slog.Logger) (*recallSystem, error) {
 	emb, err := newEmbedder(o, log)
 	if err != nil {
 		return nil, err
 	}
+	return openIndex(ctx, root, j, o, emb, log)
+}
+
+// recallOpener returns what RunDaemon retries until recall opens: the
+// embedder is made on the first call that gets that far (its errors are
+// configuration, never retried), the index on every call.
+func recallOpener(root *memory.Root, j *journal.Journal, o DaemonOptions, log *slog.Logger) func(context.Context) (*recallSystem, error) {
+	var emb recall.Embedder
+	loaded := false
+	return func(ctx context.Context) (*recallSystem, error) {
+		if !loaded {
+			var err error
+			if emb, err = newEmbedder(o, log); err != nil {
+				return nil, err
+			}
+			loaded = true
+		}
+		return openIndex(ctx, root, j, o, emb, log)
+	}
+}
+
+// recallBackend names the index o configures.
+func recallBackend(o DaemonOptions) string {
+	if o.Getenv("MNEMO_QDRANT_ADDR") != "" {
+		return "qdrant"
+	}
+	return "embedded"
+}
+
+// embedderKind names the embedder o configures, before it is made.
+func embedderKind(o DaemonOptions) string {
+	switch kind := strings.ToLower(o.Getenv("MNEMO_EMBEDDER")); kind {
+	case "":
+		return "wordvec"
+	case "none":
+		return embedderName(nil)
+	case "wordvec", "openai", "ollama":
+		return kind
+	}
+	return "unknown"
+}
+
+// openIndex opens the index with emb's dimension. The journal stays the
+// truth: a corrupt or mismatched index is removed and rebuilt from it.
+func openIndex(ctx context.Context, root *memory.Root, j *journal.Journal, o DaemonOptions, emb recall.Embedder, log *slog.Logger) (*recallSystem, error) {
 	dim := 0
 	if emb != nil {
 		dim = emb.Dim()
 	}
-	rs := &recallSystem{embedder: emb}
+	rs := &recallSystem{embedder: emb, backend: recallBackend(o), log: log}
+	var err error
 	if addr := o.Getenv("MNEMO_QDRANT_ADDR"); addr != "" {
-		rs.backend = "qdrant"
-		rs.index, err = qdrant.Open(ctx, qdrant.Options{Addr: addr, APIKey: o.Getenv("MNEMO_QDRANT_API_KEY"), UseTLS: o.Getenv("MNEMO_QDRANT_TLS") == "1", Dim: dim, Log: log})
+		qo := qdrant.Options{Addr: addr, APIKey: o.Getenv("MNEMO_QDRANT_API_KEY"), UseTLS: o.Getenv("MNEMO_QDRANT_TLS") == "1", Dim: dim, Log: log}
+		rs.index, err = qdrant.Open(ctx, qo)
 		if errors.Is(err, recall.ErrDimension) {
 			log.Warn("qdrant collections have another dimension: recreating them from the journal")
-			if err = qdrant.Drop(ctx, qdrant.Options{Addr: addr, APIKey: o.Getenv("MNEMO_QDRANT_API_KEY"), UseTLS: o.Getenv("MNEMO_QDRANT_TLS") == "1"}); err == nil {
-				rs.index, err = qdrant.Open(ctx, qdrant.Options{Addr: addr, APIKey: o.Getenv("MNEMO_QDRANT_API_KEY"), UseTLS: o.Getenv("MNEMO_QDRANT_TLS") == "1", Dim: dim, Log: log})
+			if err = qdrant.Drop(ctx, qo); err == nil {
+				rs.index, err = qdrant.Open(ctx, qo)
 			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("qdrant at %s: %w", addr, err)
 		}
 	} else {
-		rs.backend = "embedded"
 		dir := filepath.Join(root.Dir(), "index", "embedded")
 		rs.index, err = embedded.Open(dir, embedded.Options{Dim: dim, Log: log})
 		if err != nil && (embedded.IsCorrupt(err) || errors.Is(err, recall.ErrDimension)) {
@@ -81,8 +128,27 @@ func openRecall(ctx context.Context, root *memory.Root, j *journal.Journal, o Da
 	return rs, nil
 }
 
+// configError is a recall setting that is wrong: waiting cannot heal it,
+// so hearth does not retry it.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
+
+func configErrorf(format string, args ...any) error {
+	return &configError{fmt.Errorf(format, args...)}
+}
+
+// permanent reports whether opening recall failed for a reason that
+// retrying cannot fix: a bad setting, a refused key, a foreign schema.
+func permanent(err error) bool {
+	var ce *configError
+	return errors.As(err, &ce) || errors.Is(err, qdrant.ErrUnauthorized) || errors.Is(err, qdrant.ErrSchema)
+}
+
 // newEmbedder picks the embedder: MNEMO_EMBEDDER=wordvec (the default when
-// the vectors file exists), openai, ollama or none.
+// the vectors file exists), openai, ollama or none. Its errors are
+// configErrors.
 func newEmbedder(o DaemonOptions, log *slog.Logger) (recall.Embedder, error) {
 	kind := strings.ToLower(o.Getenv("MNEMO_EMBEDDER"))
 	switch kind {
@@ -102,17 +168,17 @@ func newEmbedder(o DaemonOptions, log *slog.Logger) (recall.Embedder, error) {
 			return nil, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("word vectors: %w", err)
+			return nil, configErrorf("word vectors: %w", err)
 		}
 		return m.Embedder(wordvec.Options{}), nil
 	case "openai", "ollama":
 		dim, _ := strconv.Atoi(o.Getenv("MNEMO_EMBED_DIM"))
 		if dim <= 0 {
-			return nil, fmt.Errorf("MNEMO_EMBEDDER=%s needs MNEMO_EMBED_DIM (the model's vector size, e.g. 1024 for Qwen3-Embedding-0.6B)", kind)
+			return nil, configErrorf("MNEMO_EMBEDDER=%s needs MNEMO_EMBED_DIM (the model's vector size, e.g. 1024 for Qwen3-Embedding-0.6B)", kind)
 		}
 		model := o.Getenv("MNEMO_EMBED_MODEL")
 		if model == "" {
-			return nil, fmt.Errorf("MNEMO_EMBEDDER=%s needs MNEMO_EMBED_MODEL", kind)
+			return nil, configErrorf("MNEMO_EMBEDDER=%s needs MNEMO_EMBED_MODEL", kind)
 		}
 		opts := embed.HTTPOptions{Model: model, Dim: dim, Log: log, APIKey: cmp.Or(o.Getenv("MNEMO_EMBED_API_KEY"), o.Getenv("OPENAI_API_KEY"))}
 		if kind == "ollama" {
@@ -124,7 +190,7 @@ func newEmbedder(o DaemonOptions, log *slog.Logger) (recall.Embedder, error) {
 	case "none":
 		return nil, nil
 	}
-	return nil, fmt.Errorf("MNEMO_EMBEDDER=%q: use wordvec, openai, ollama or none", kind)
+	return nil, configErrorf("MNEMO_EMBEDDER=%q: use wordvec, openai, ollama or none", kind)
 }
 
 // search answers memory_search and clients' searches with hybrid
@@ -145,35 +211,90 @@ func (rs *recallSystem) search(ctx context.Context, query string, k int) ([]tool
 // reply never waits long on the index.
 const memoryTimeout = 300 * time.Millisecond
 
-// memories returns a block of relevant older memories for query, within
-// budget (in tokens, estimated as 4 bytes each), leaving out what the
-// context window already holds. It is injected context: marked with the
-// sentinel, never journaled, never indexed.
-func (rs *recallSystem) memories(ctx context.Context, query string, exclude map[string]bool, budget int) string {
+// Headings of the injected memory block's two sections.
+const (
+	turnsHeading = "## Relevant memories (older turns found for this message; use them if they help)\n"
+	toolsHeading = "## Relevant tool results (earlier tool outputs found for this message; use them if they help)\n"
+)
+
+// memories returns a block of relevant older turns and tool results for
+// req.Query, each section within its allowance, leaving out what the
+// context window already holds. The two searches run concurrently within
+// memoryTimeout. It is injected context: marked with the sentinel, never
+// journaled, never indexed.
+func (rs *recallSystem) memories(ctx context.Context, req MemoryRequest) string {
 	ctx, cancel := context.WithTimeout(ctx, memoryTimeout)
 	defer cancel()
-	hits, err := rs.searcher.Search(ctx, recall.Query{Text: query, K: 20})
-	if err != nil || len(hits) == 0 {
+	var turns, results []recall.Hit
+	var wg sync.WaitGroup
+	wg.Go(func() { turns = rs.relevant(ctx, req.Query, recall.KindTurn, req.Turns) })
+	wg.Go(func() { results = rs.relevant(ctx, req.Query, recall.KindTool, req.Tools) })
+	wg.Wait()
+	return memoryBlock(req, turns, results)
+}
+
+// relevant searches documents of one kind, enough of them to fill
+// allowance; none when the search fails or is too slow.
+func (rs *recallSystem) relevant(ctx context.Context, query, kind string, allowance int) []recall.Hit {
+	if allowance <= 0 {
+		return nil
+	}
+	hits, err := rs.searcher.Search(ctx, recall.Query{Text: query, K: memoryHits(allowance), Filter: recall.Filter{Kinds: []string{kind}}})
+	if err != nil {
+		rs.log.Debug("no relevant memories for this turn", "kind", kind, "err", err)
+		return nil
+	}
+	return hits
+}
+
+// memoryHits is how many hits to ask for to fill allowance tokens.
+func memoryHits(allowance int) int {
+	return min(max(allowance/40, 10), 50)
+}
+
+// memoryBlock is the injected block: the sentinel, then a section of older
+// turns and one of tool results, each omitted when empty; "" when both
+// are.
+func memoryBlock(req MemoryRequest, turns, results []recall.Hit) string {
+	body := memorySection(turnsHeading, turns, req.Exclude, req.Turns, turnLine) +
+		memorySection(toolsHeading, results, req.Exclude, req.Tools, toolLine)
+	if body == "" {
 		return ""
 	}
+	return InjectedSentinel + "\n" + body
+}
+
+// memorySection is heading and the lines of the hits not in exclude, in
+// rank order, skipping any that would take it over allowance tokens; ""
+// when no hit fits.
+func memorySection(heading string, hits []recall.Hit, exclude map[string]bool, allowance int, line func(recall.Doc) string) string {
+	used := estimateTokens(heading)
 	var b strings.Builder
-	b.WriteString(InjectedSentinel + "\n## Relevant memories (older turns found for this message; use them if they help)\n")
-	head := b.Len()
 	for _, h := range hits {
 		base, _, _ := strings.Cut(h.Doc.ID, "#")
 		if exclude[base] {
 			continue
 		}
-		line := fmt.Sprintf("- [%s] %s: %s\n", h.Doc.TS.UTC().Format("2006-01-02 15:04"), h.Doc.Role, oneLine(h.Doc.Text, 600))
-		if b.Len()+len(line) > budget*4 {
-			break
+		l := line(h.Doc)
+		if n := estimateTokens(l); used+n <= allowance {
+			used += n
+			b.WriteString(l)
 		}
-		b.WriteString(line)
 	}
-	if b.Len() == head {
+	if b.Len() == 0 {
 		return ""
 	}
-	return b.String()
+	return heading + b.String()
+}
+
+func turnLine(d recall.Doc) string {
+	return fmt.Sprintf("- [%s] %s: %s\n", d.TS.UTC().Format("2006-01-02 15:04"), d.Role, oneLine(d.Text, 600))
+}
+
+// toolLine shows a tool document, whose text names the tool, its reason
+// and arguments, then the result.
+func toolLine(d recall.Doc) string {
+	return fmt.Sprintf("- [%s] %s\n", d.TS.UTC().Format("2006-01-02 15:04"), oneLine(d.Text, 600))
 }
 
 func oneLine(s string, n int) string {
@@ -202,6 +323,91 @@ func (rs *recallSystem) health() *ipc.IndexHealth {
 type lateRecall struct {
 	rs      atomic.Pointer[recallSystem]
 	keyword func(ctx context.Context, query string, k int) ([]tools.Hit, error)
+	// down is what health reports while recall is not open, once an
+	// attempt to open it failed.
+	down atomic.Pointer[ipc.IndexHealth]
+	// backend and embedder describe what is being opened, for down.
+	backend, embedder string
+}
+
+// Safe messages for a recall that is not open; details are in the log.
+const (
+	msgRecallRetrying      = "the %s index cannot be opened; retrying at %s, memory search uses keywords meanwhile (details in hearth's log)"
+	msgRecallMisconfigured = "recall is misconfigured and stays off until hearth restarts; memory search uses keywords (details in hearth's log)"
+)
+
+// retryPolicy is how opening recall backs off: from Initial doubling to
+// Max (defaults 1s and 1m), each delay jittered to between half of it and
+// all of it, so that hearths sharing a backend do not retry in step.
+type retryPolicy struct {
+	Initial, Max time.Duration
+}
+
+func (p retryPolicy) withDefaults() retryPolicy {
+	if p.Initial <= 0 {
+		p.Initial = time.Second
+	}
+	if p.Max < p.Initial {
+		p.Max = max(time.Minute, p.Initial)
+	}
+	return p
+}
+
+// delay is the wait after the attempt-th failure (1-based).
+func (p retryPolicy) delay(attempt int) time.Duration {
+	d := p.Max
+	if shift := attempt - 1; shift < 32 {
+		if e := p.Initial << shift; e > 0 && e < p.Max {
+			d = e
+		}
+	}
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
+// open calls opener until it succeeds, ctx ends, or it fails for a reason
+// waiting cannot heal (see permanent), backing off by retry in between.
+// Meanwhile health reports recall unavailable, with the attempts so far.
+// It returns the open recall system, which search now uses, or nil.
+func (l *lateRecall) open(ctx context.Context, opener func(context.Context) (*recallSystem, error), retry retryPolicy, log *slog.Logger) *recallSystem {
+	retry = retry.withDefaults()
+	for attempt := 1; ; attempt++ {
+		rs, err := opener(ctx)
+		if err == nil {
+			l.rs.Store(rs)
+			l.down.Store(nil)
+			return rs
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		down := &ipc.IndexHealth{Backend: l.backend, Embedder: l.embedder, Unavailable: true, Failures: attempt}
+		if permanent(err) {
+			log.Error("recall is misconfigured: memory search falls back to keywords until it is fixed and hearth restarts", "err", err)
+			down.Failing = msgRecallMisconfigured
+			l.down.Store(down)
+			return nil
+		}
+		wait := retry.delay(attempt)
+		log.Warn("recall unavailable: memory search falls back to keywords; retrying", "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
+		down.Failing = fmt.Sprintf(msgRecallRetrying, l.backend, time.Now().Add(wait).Format(time.TimeOnly))
+		l.down.Store(down)
+		if !sleep(ctx, wait) {
+			return nil
+		}
+	}
+}
+
+// sleep waits d; false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 func (l *lateRecall) search(ctx context.Context, query string, k int) ([]tools.Hit, error) {
@@ -211,9 +417,9 @@ func (l *lateRecall) search(ctx context.Context, query string, k int) ([]tools.H
 	return l.keyword(ctx, query, k)
 }
 
-func (l *lateRecall) memories(ctx context.Context, query string, exclude map[string]bool, budget int) string {
+func (l *lateRecall) memories(ctx context.Context, req MemoryRequest) string {
 	if rs := l.rs.Load(); rs != nil {
-		return rs.memories(ctx, query, exclude, budget)
+		return rs.memories(ctx, req)
 	}
 	return ""
 }
@@ -225,9 +431,15 @@ func (l *lateRecall) notify(id string) {
 	}
 }
 
+// health is the open index's progress; while it is not open, why (once an
+// attempt failed); nil while the first attempt runs.
 func (l *lateRecall) health() *ipc.IndexHealth {
 	if rs := l.rs.Load(); rs != nil {
 		return rs.health()
+	}
+	if d := l.down.Load(); d != nil {
+		c := *d
+		return &c
 	}
 	return nil
 }

@@ -67,6 +67,17 @@ func (h *Hearth) model() (Model, error) {
 	return h.cfg.Model, nil
 }
 
+// budget is the context budget of this turn: the preference-resolved one
+// when hearth has a resolver, else the configured one.
+func (h *Hearth) budget() ContextBudget {
+	b := h.cfg.Budget
+	if h.cfg.ResolveBudget != nil {
+		b = h.cfg.ResolveBudget()
+	}
+	h.log.Debug("context budget", "tokens", b.Tokens, "recent", b.Shares.Recent, "memories", b.Shares.Memories, "tools", b.Shares.Tools)
+	return b
+}
+
 // reply runs the agent loop for the newest turn, streaming to every client
 // and journaling each step, and stores the answer.
 func (h *Hearth) reply(ctx context.Context, model Model, ref string, system []llm.Message) {
@@ -75,15 +86,14 @@ func (h *Hearth) reply(ctx context.Context, model Model, ref string, system []ll
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	allow := h.budget().Allowance()
 	h.mu.Lock()
-	msgs, cont := buildContext(system, h.recent, h.cfg.ContextTurns)
-	query, inWindow := h.memoryQueryLocked()
+	window := contextWindow(h.recent, h.cfg.ContextTurns, allow.Recent)
+	msgs, cont := buildContext(system, window)
 	h.pending.Reset()
 	h.cancelTurn = cancel
 	h.mu.Unlock()
-	if h.cfg.Memories != nil && query != "" {
-		msgs = injectMemories(msgs, cont, h.cfg.Memories(ctx, query, inWindow, h.cfg.MemoryBudget))
-	}
+	msgs = injectMemories(msgs, cont, h.memories(ctx, window, allow))
 	defer func() {
 		h.mu.Lock()
 		h.cancelTurn = nil
@@ -328,17 +338,42 @@ func rawArgs(b json.RawMessage) any {
 	return b
 }
 
-// buildContext is what the model sees: the session context, then the last
-// turns, starting at a user turn so that no tool result or call is cut
-// from its pair. It also finds the provider state to continue from: the
+// contextWindow is the part of recent the model sees: the newest records,
+// walking back while they fit in tokens (see recordTokens), at most turns
+// of them, starting at a user turn so that no tool result or call is cut
+// from its pair. The newest user turn and what follows it are always in
+// the window, even when they alone exceed tokens.
+func contextWindow(recent []journal.Record, turns, tokens int) []journal.Record {
+	lo := max(0, len(recent)-turns)
+	start, used := len(recent), 0
+	for i := len(recent) - 1; i >= lo; i-- {
+		used += recordTokens(recent[i])
+		if used > tokens && start < len(recent) {
+			break
+		}
+		if recent[i].Role == ipc.RoleUser {
+			start = i
+		}
+	}
+	return recent[start:]
+}
+
+// recordTokens estimates what a record costs in the model's context: its
+// text and the calls it asked for.
+func recordTokens(r journal.Record) int {
+	n := estimateTokens(r.Text)
+	for _, c := range r.ToolCalls {
+		n += estimateTokens(c.Name) + estimateTokens(string(c.Arguments)) + estimateTokens(c.Reason)
+	}
+	return n
+}
+
+// buildContext is what the model sees: the session context, then the
+// window (see contextWindow), dropping calls without results and results
+// without calls. It also finds the provider state to continue from: the
 // newest agent turn with a stored response id, with every message after it
 // new to the provider.
-func buildContext(system []llm.Message, recent []journal.Record, turns int) ([]llm.Message, *llm.Continuation) {
-	start := max(0, len(recent)-turns)
-	for start < len(recent) && recent[start].Role != ipc.RoleUser {
-		start++
-	}
-	window := recent[start:]
+func buildContext(system []llm.Message, window []journal.Record) ([]llm.Message, *llm.Continuation) {
 	msgs := make([]llm.Message, 0, len(system)+len(window))
 	msgs = append(msgs, system...)
 	var cont *llm.Continuation
@@ -425,19 +460,31 @@ func withReason(args json.RawMessage, reason string) json.RawMessage {
 	return b
 }
 
-// memoryQueryLocked is what to look up older memories with (the newest
-// user turn) and the ids the context window already holds.
-func (h *Hearth) memoryQueryLocked() (string, map[string]bool) {
-	start := max(0, len(h.recent)-h.cfg.ContextTurns)
-	in := make(map[string]bool, len(h.recent)-start)
-	query := ""
-	for _, r := range h.recent[start:] {
-		in[r.ID] = true
+// MemoryRequest asks Config.Memories for the memories of one turn.
+type MemoryRequest struct {
+	Query   string          // the newest user turn
+	Exclude map[string]bool // record ids already in the context window
+	Turns   int             // token allowance for relevant older turns
+	Tools   int             // token allowance for relevant tool results
+}
+
+// memories is the injected block of relevant older turns and tool results
+// for the window's newest user turn, within allow; "" when there is none.
+func (h *Hearth) memories(ctx context.Context, window []journal.Record, allow Allowance) string {
+	if h.cfg.Memories == nil || (allow.Memories <= 0 && allow.Tools <= 0) {
+		return ""
+	}
+	req := MemoryRequest{Exclude: make(map[string]bool, len(window)), Turns: allow.Memories, Tools: allow.Tools}
+	for _, r := range window {
+		req.Exclude[r.ID] = true
 		if r.Role == ipc.RoleUser {
-			query = r.Text
+			req.Query = r.Text
 		}
 	}
-	return query, in
+	if req.Query == "" {
+		return ""
+	}
+	return h.cfg.Memories(ctx, req)
 }
 
 // injectMemories adds the memory block to what the model sees, never to the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -306,6 +307,7 @@ func TestBuildContext(t *testing.T) {
 		name     string
 		recent   []journal.Record
 		turns    int
+		tokens   int // 0: no limit
 		want     []string
 		wantCont *llm.Continuation
 	}{
@@ -329,6 +331,21 @@ func TestBuildContext(t *testing.T) {
 			want:   []string{"system:anchor", "user:a", "assistant:looking", "user:b"},
 		},
 		{
+			name:   "a tight budget drops the older exchange, its tool pair and its continuation",
+			recent: []journal.Record{rec("user", "a"), step("looking", "resp_9", "c1"), result("c1"), rec("agent", "done"), rec("user", "b")},
+			turns:  10,
+			tokens: 2,
+			want:   []string{"system:anchor", "user:b"},
+		},
+		{
+			name:     "a budget that fits the pair keeps it whole",
+			recent:   []journal.Record{rec("user", "a"), step("looking", "resp_9", "c1"), result("c1"), rec("agent", "done"), rec("user", "b")},
+			turns:    10,
+			tokens:   20,
+			want:     []string{"system:anchor", "user:a", `assistant:looking[c1 {"q":1,"reason":"why"}]`, "tool:c1:result c1", "assistant:done", "user:b"},
+			wantCont: &llm.Continuation{ResponseID: "resp_9", From: 3},
+		},
+		{
 			name:   "voice transcripts count as the user's and the agent's words",
 			recent: []journal.Record{{Role: "user", Text: "spoken", Mode: "voice"}, {Role: "agent", Text: "said", Mode: "voice"}},
 			turns:  10,
@@ -337,7 +354,11 @@ func TestBuildContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msgs, cont := buildContext(system, tt.recent, tt.turns)
+			tokens := tt.tokens
+			if tokens == 0 {
+				tokens = math.MaxInt
+			}
+			msgs, cont := buildContext(system, contextWindow(tt.recent, tt.turns, tokens))
 			var got []string
 			for _, m := range msgs {
 				s := m.Role + ":"
@@ -364,6 +385,55 @@ func TestBuildContext(t *testing.T) {
 	}
 }
 
+func TestContextWindow(t *testing.T) {
+	// rec is a record of the given estimated tokens, its id its label.
+	rec := func(id, role string, tokens int) journal.Record {
+		return journal.Record{ID: id, Role: role, Text: strings.Repeat("x", 4*tokens)}
+	}
+	step := func(id, callID string) journal.Record {
+		r := rec(id, "agent", 0)
+		r.ToolCalls = []journal.ToolCall{{ID: callID, Name: "look", Arguments: json.RawMessage(`{"q":"12345678"}`), Reason: "whyy"}} // 1 + 4 + 1 tokens
+		return r
+	}
+	result := func(id, callID string, tokens int) journal.Record {
+		r := rec(id, "tool", tokens)
+		r.Tool = &journal.ToolResult{CallID: callID, Name: "look"}
+		return r
+	}
+	conversation := []journal.Record{rec("u1", "user", 10), rec("a1", "agent", 10), rec("u2", "user", 10), rec("a2", "agent", 10)}
+	withTools := []journal.Record{rec("u1", "user", 5), step("s1", "c1"), result("t1", "c1", 10), rec("a1", "agent", 4), rec("u2", "user", 5)}
+	tests := []struct {
+		name   string
+		recent []journal.Record
+		turns  int
+		tokens int
+		want   []string
+	}{
+		{"everything fits", conversation, 100, 40, []string{"u1", "a1", "u2", "a2"}},
+		{"the oldest exchange is dropped when over budget", conversation, 100, 39, []string{"u2", "a2"}},
+		{"a budget ending mid-exchange starts at the next user turn", conversation, 100, 30, []string{"u2", "a2"}},
+		{"the newest user turn always, even alone over budget", []journal.Record{rec("u1", "user", 1), rec("a1", "agent", 1), rec("u2", "user", 100)}, 100, 20, []string{"u2"}},
+		{"and what follows it", []journal.Record{rec("u1", "user", 1), rec("u2", "user", 50), step("s1", "c1"), result("t1", "c1", 50)}, 100, 20, []string{"u2", "s1", "t1"}},
+		{"a zero allowance still sends the newest user turn", conversation, 100, 0, []string{"u2", "a2"}},
+		{"a tool call and its result stay together (both in)", withTools, 100, 30, []string{"u1", "s1", "t1", "a1", "u2"}},
+		{"a tool call and its result stay together (both out)", withTools, 100, 29, []string{"u2"}},
+		{"the turn cap still applies", conversation, 3, 1000, []string{"u2", "a2"}},
+		{"no user turn, no window", []journal.Record{rec("a1", "agent", 1)}, 100, 1000, nil},
+		{"nothing yet", nil, 100, 1000, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, r := range contextWindow(tt.recent, tt.turns, tt.tokens) {
+				got = append(got, r.ID)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("window (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestPreferencesSwapModelWithoutRestart(t *testing.T) {
 	files := map[string]string{}
 	var mu sync.Mutex
@@ -377,7 +447,7 @@ func TestPreferencesSwapModelWithoutRestart(t *testing.T) {
 		return []byte(s), nil
 	}
 	env := map[string]string{"XAI_API_KEY": "xk", "ANTHROPIC_API_KEY": "ak", "OPENAI_API_KEY": "ok"}
-	r := newModelResolver(read, func(k string) string { return env[k] }, nil)
+	r := newModelResolver(newPrefsReader(read, nil), func(k string) string { return env[k] }, nil)
 	check := func(wantProvider, wantModel string) {
 		t.Helper()
 		m, err := r.Resolve()
@@ -439,10 +509,10 @@ func TestRelevantMemoriesReachTheModelNotTheJournal(t *testing.T) {
 	th := startHearth(t, "", func(c *Config) {
 		c.Model = model
 		c.Context = func() ([]llm.Message, error) { return []llm.Message{{Role: "system", Content: "anchor"}}, nil }
-		c.Memories = func(_ context.Context, q string, exclude map[string]bool, budget int) string {
+		c.Memories = func(_ context.Context, req MemoryRequest) string {
 			mu.Lock()
 			defer mu.Unlock()
-			gotQuery, gotExclude = q, exclude
+			gotQuery, gotExclude = req.Query, req.Exclude
 			return "<!-- mnemo:injected -->\n- you planted tomatoes in May"
 		}
 		c.OnAppend = func(id string) {
@@ -472,6 +542,95 @@ func TestRelevantMemoriesReachTheModelNotTheJournal(t *testing.T) {
 	for _, r := range recs {
 		if strings.Contains(r.Text, "tomatoes") {
 			t.Errorf("injected memories reached the journal: %+v", r)
+		}
+	}
+}
+
+// TestPreferencesChangeContextBudgetNextTurn edits the context budget in
+// preferences.json between messages: the next turn runs with the new total
+// and shares (a smaller recent window, other memory allowances), with no
+// restart; a broken edit falls back to the base budget. What is injected
+// never reaches the journal.
+func TestPreferencesChangeContextBudgetNextTurn(t *testing.T) {
+	model := newScriptModel()
+	files := &prefsFiles{}
+	var mu sync.Mutex
+	var reqs []MemoryRequest
+	th := startHearth(t, "", func(c *Config) {
+		c.Model = model
+		c.ResolveBudget = (&budgetResolver{prefs: newPrefsReader(files.read, c.Log), base: DefaultContextBudget()}).Resolve
+		c.Memories = func(_ context.Context, req MemoryRequest) string {
+			mu.Lock()
+			defer mu.Unlock()
+			reqs = append(reqs, req)
+			return fmt.Sprintf("%s\n- injected memory %d", InjectedSentinel, len(reqs))
+		}
+	})
+	c := dial(t, th.addr)
+	send := func(text string) (user, reply ipc.Turn) {
+		t.Helper()
+		c.Send(&ipc.Message{Content: text})
+		got := recvUntil(t, c, isDone)
+		for _, m := range got {
+			if s, ok := m.(*ipc.TurnStored); ok {
+				user = s.Turn
+			}
+		}
+		return user, got[len(got)-1].(*ipc.Done).Turn
+	}
+	lastMemoryRequest := func() MemoryRequest {
+		mu.Lock()
+		defer mu.Unlock()
+		return reqs[len(reqs)-1]
+	}
+	userTexts := func() []string {
+		var out []string
+		for _, m := range model.lastRequest().Messages {
+			if m.Role == llm.RoleUser {
+				out = append(out, m.Content[:min(len(m.Content), 8)])
+			}
+		}
+		return out
+	}
+
+	long := "first " + strings.Repeat("long words ", 400) // about 1100 tokens, and its echo as many
+	first, firstReply := send(long)
+	if got := lastMemoryRequest(); got.Turns != 3600 || got.Tools != 2400 {
+		t.Errorf("first turn allowances = %d/%d, want the default 3600/2400", got.Turns, got.Tools)
+	}
+
+	files.set(`{"context":{"budget_tokens":2000,"shares":{"recent":50,"memories":30,"tools":20}}}`)
+	second, _ := send("second")
+	got := lastMemoryRequest()
+	if got.Turns != 600 || got.Tools != 400 {
+		t.Errorf("after the edit allowances = %d/%d, want 600/400", got.Turns, got.Tools)
+	}
+	if diff := cmp.Diff([]string{"second"}, userTexts()); diff != "" {
+		t.Errorf("with 1000 recent tokens the model saw user turns (-want +got):\n%s", diff)
+	}
+	if got.Exclude[first.ID] || got.Exclude[firstReply.ID] || !got.Exclude[second.ID] {
+		t.Errorf("excluded %v: want the window (the second turn) only, so older turns may be recalled", got.Exclude)
+	}
+	if sys := model.lastRequest().Messages[0]; sys.Role != llm.RoleSystem || !strings.Contains(sys.Content, "injected memory 2") {
+		t.Errorf("first message = %s %.80q, want the injected memories", sys.Role, sys.Content)
+	}
+
+	files.set(`{"context":{"shares":{"recent":95}}}`) // 120%: ignored
+	send("third")
+	if got := lastMemoryRequest(); got.Turns != 3600 || got.Tools != 2400 {
+		t.Errorf("after a broken edit allowances = %d/%d, want the base 3600/2400", got.Turns, got.Tools)
+	}
+	if diff := cmp.Diff([]string{"first lo", "second", "third"}, userTexts()); diff != "" {
+		t.Errorf("with the base budget the model saw user turns (-want +got):\n%s", diff)
+	}
+
+	recs, err := th.journal.Tail(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if strings.Contains(r.Text, "injected memory") || strings.Contains(r.Text, InjectedSentinel) {
+			t.Errorf("injected context reached the journal: %+v", r)
 		}
 	}
 }

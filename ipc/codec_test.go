@@ -74,7 +74,7 @@ var samples = []struct {
 	{ipc.TypeSearchResults, &ipc.SearchResults{Ref: "s1", Results: []ipc.SearchHit{{Turn: t1, Score: 2.5}}}},
 	{ipc.TypeHealth, &ipc.Health{Ref: "h1"}},
 	{ipc.TypeHealthReport, &ipc.HealthReport{Ref: "h1", State: ipc.StateIdle, Clients: 2, Provider: "xai", Model: "grok-4.3",
-		Index: &ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec:wink-sg100d:100000", Indexed: 120, LagMS: 1500, Failures: 2, Failing: "indexing is failing; retrying"}}},
+		Index: &ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec:wink-sg100d:100000", Indexed: 120, LagMS: 1500, Failures: 2, Failing: "indexing is failing; retrying", Unavailable: true}}},
 }
 
 // allTypes lists every type constant of protocol v1; a new type must be

@@ -359,8 +359,14 @@ type IndexHealth struct {
 	Embedder string `json:"embedder"`
 	Indexed  int    `json:"indexed"` // documents written since hearth started
 	LagMS    int64  `json:"lag_ms"`  // how far the index is behind the journal
+	// Failures counts consecutive failed indexing batches or, while
+	// Unavailable, failed attempts to open the backend.
 	Failures int    `json:"failures,omitempty"`
 	Failing  string `json:"failing,omitempty"`
+	// Unavailable says the backend could not be opened (yet): search uses
+	// keywords over the journal and no memories are injected. Failing says
+	// whether hearth keeps retrying.
+	Unavailable bool `json:"unavailable,omitempty"`
 }
 
 // Pong answers Ping.

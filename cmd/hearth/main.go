@@ -37,6 +37,7 @@ func run() error {
 	flag.DurationVar(&o.ConfirmTimeout, "confirm-timeout", 2*time.Minute, "how long a confirm-class tool waits for the owner; silence means no")
 	flag.IntVar(&o.MaxIterations, "max-iterations", 0, "safety bound on model calls in one turn (0: none)")
 	flag.StringVar(&o.Vectors, "vectors", "", "word-vector file of the offline embedder (default $MNEMO_VECTORS or $XDG_CACHE_HOME/mnemo/wink-sg100-100k.bin; `make vectors` builds it)")
+	flag.IntVar(&o.ContextBudget, "context-budget", hearth.DefaultContextTokens, "tokens of conversation the model gets each turn: recent turns, relevant older turns and tool results (shares and an override in preferences.json)")
 	level := flag.String("log-level", "info", "log level: debug, info, warn, error")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: hearth [flags]          serve\n       hearth [flags] reindex  rebuild the recall index from the journal (stop hearth first)\n\nflags:\n")
