@@ -280,16 +280,7 @@ func Status(ctx context.Context, o Options, w io.Writer) error {
 		}
 		switch m := m.(type) {
 		case *ipc.HealthReport:
-			fmt.Fprintf(w, "hearth %s: %s, %d client(s), model %s\n", conn.History().Server, m.State, m.Clients, orNone(m.Provider, m.Model))
-			if ix := m.Index; ix != nil {
-				fmt.Fprintf(w, "recall: %s index, embedder %s, %d documents indexed since start, %s behind the journal\n",
-					ix.Backend, ix.Embedder, ix.Indexed, time.Duration(ix.LagMS)*time.Millisecond)
-				if ix.Failing != "" {
-					fmt.Fprintf(w, "recall: %s (%d failures)\n", ix.Failing, ix.Failures)
-				}
-			} else {
-				fmt.Fprintln(w, "recall: not running (opening, or unavailable: see hearth's log); search uses keywords over the journal")
-			}
+			printHealth(w, conn.History().Server, m)
 			return nil
 		case *ipc.Error:
 			if m.Ref == "status" || m.Ref == "" {
@@ -297,6 +288,37 @@ func Status(ctx context.Context, o Options, w io.Writer) error {
 			}
 		}
 	}
+}
+
+// printHealth writes a health report as Status shows it. While recall is
+// unavailable nothing is being indexed: it says so, with the attempts to
+// open the backend and hearth's reason (which says whether it retries),
+// instead of an indexing progress that would read as healthy.
+func printHealth(w io.Writer, server string, m *ipc.HealthReport) {
+	fmt.Fprintf(w, "hearth %s: %s, %d client(s), model %s\n", server, m.State, m.Clients, orNone(m.Provider, m.Model))
+	ix := m.Index
+	switch {
+	case ix == nil:
+		fmt.Fprintln(w, "recall: not running (opening, or unavailable: see hearth's log); search uses keywords over the journal")
+	case ix.Unavailable:
+		fmt.Fprintf(w, "recall: unavailable: the %s index (embedder %s) could not be opened after %s; nothing is being indexed\n",
+			ix.Backend, ix.Embedder, plural(ix.Failures, "attempt"))
+		fmt.Fprintf(w, "recall: %s\n", orDefault(ix.Failing, "memory search uses keywords over the journal meanwhile (details in hearth's log)"))
+	default:
+		fmt.Fprintf(w, "recall: %s index, embedder %s, %d documents indexed since start, %s behind the journal\n",
+			ix.Backend, ix.Embedder, ix.Indexed, time.Duration(ix.LagMS)*time.Millisecond)
+		if ix.Failing != "" {
+			fmt.Fprintf(w, "recall: %s (%d failures)\n", ix.Failing, ix.Failures)
+		}
+	}
+}
+
+// plural is "1 attempt", "2 attempts".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func orNone(provider, model string) string {

@@ -1,0 +1,136 @@
+package tui
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mnemo/mnemo/ipc"
+)
+
+// healthHearth answers one connection: history on connect, then report to
+// health. It returns the address to dial.
+func healthHearth(t *testing.T, report *ipc.HealthReport) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		r, w := ipc.NewReader(nc), ipc.NewWriter(nc)
+		if m, err := r.Read(); err != nil || m.Type() != ipc.TypeConnect {
+			return
+		}
+		w.Write(&ipc.History{Server: "hearth/0.1.0", Protocol: ipc.ProtocolVersion, ConversationID: "main", State: ipc.StateIdle})
+		m, err := r.Read()
+		if err != nil {
+			return
+		}
+		if h, ok := m.(*ipc.Health); ok {
+			rep := *report
+			rep.Ref = h.Ref
+			w.Write(&rep)
+		}
+		r.Read() // until the client hangs up
+	}()
+	return ln.Addr().String()
+}
+
+func TestStatus(t *testing.T) {
+	const first = "hearth hearth/0.1.0: idle, 1 client(s), model xai grok-4.3\n"
+	report := func(ix *ipc.IndexHealth) *ipc.HealthReport {
+		return &ipc.HealthReport{State: ipc.StateIdle, Clients: 1, Provider: "xai", Model: "grok-4.3", Index: ix}
+	}
+	retrying := "the qdrant index cannot be opened; retrying at 12:00:05, memory search uses keywords meanwhile (details in hearth's log)"
+	misconfigured := "recall is misconfigured and stays off until hearth restarts; memory search uses keywords (details in hearth's log)"
+	for _, tt := range []struct {
+		name   string
+		report *ipc.HealthReport
+		want   string
+		absent []string // must not appear
+	}{
+		{
+			name:   "indexing",
+			report: report(&ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec", Indexed: 120, LagMS: 1500}),
+			want:   first + "recall: embedded index, embedder wordvec, 120 documents indexed since start, 1.5s behind the journal\n",
+			absent: []string{"unavailable", "failures"},
+		},
+		{
+			name:   "indexing failing",
+			report: report(&ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec", Indexed: 7, Failures: 2, Failing: "indexing is failing; retrying at 12:00:05 (details in hearth's log)"}),
+			want: first + "recall: embedded index, embedder wordvec, 7 documents indexed since start, 0s behind the journal\n" +
+				"recall: indexing is failing; retrying at 12:00:05 (details in hearth's log) (2 failures)\n",
+			absent: []string{"unavailable"},
+		},
+		{
+			name:   "unavailable, retrying",
+			report: report(&ipc.IndexHealth{Backend: "qdrant", Embedder: "wordvec", Unavailable: true, Failures: 3, Failing: retrying}),
+			want: first + "recall: unavailable: the qdrant index (embedder wordvec) could not be opened after 3 attempts; nothing is being indexed\n" +
+				"recall: " + retrying + "\n",
+			absent: []string{"documents indexed", "behind the journal"},
+		},
+		{
+			name:   "unavailable, first attempt failed",
+			report: report(&ipc.IndexHealth{Backend: "qdrant", Embedder: "wordvec", Unavailable: true, Failures: 1, Failing: retrying}),
+			want: first + "recall: unavailable: the qdrant index (embedder wordvec) could not be opened after 1 attempt; nothing is being indexed\n" +
+				"recall: " + retrying + "\n",
+			absent: []string{"documents indexed", "behind the journal"},
+		},
+		{
+			name:   "unavailable, misconfigured",
+			report: report(&ipc.IndexHealth{Backend: "qdrant", Embedder: "wordvec", Unavailable: true, Failures: 1, Failing: misconfigured}),
+			want: first + "recall: unavailable: the qdrant index (embedder wordvec) could not be opened after 1 attempt; nothing is being indexed\n" +
+				"recall: " + misconfigured + "\n",
+			absent: []string{"documents indexed", "retrying"},
+		},
+		{
+			name:   "unavailable, no reason given",
+			report: report(&ipc.IndexHealth{Backend: "qdrant", Embedder: "wordvec", Unavailable: true, Failures: 2}),
+			want: first + "recall: unavailable: the qdrant index (embedder wordvec) could not be opened after 2 attempts; nothing is being indexed\n" +
+				"recall: memory search uses keywords over the journal meanwhile (details in hearth's log)\n",
+			absent: []string{"documents indexed"},
+		},
+		{
+			name:   "recall off",
+			report: report(nil),
+			want:   first + "recall: not running (opening, or unavailable: see hearth's log); search uses keywords over the journal\n",
+			absent: []string{"documents indexed"},
+		},
+		{
+			name:   "no provider",
+			report: &ipc.HealthReport{State: ipc.StateIdle, Clients: 2, Index: &ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec"}},
+			want: "hearth hearth/0.1.0: idle, 2 client(s), model none configured\n" +
+				"recall: embedded index, embedder wordvec, 0 documents indexed since start, 0s behind the journal\n",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var out strings.Builder
+			if err := Status(ctx, Options{Addr: healthHearth(t, tt.report), Client: "test"}, &out); err != nil {
+				t.Fatal(err)
+			}
+			if got := out.String(); got != tt.want {
+				t.Errorf("Status printed\n%s\nwant\n%s", got, tt.want)
+			}
+			for _, s := range tt.absent {
+				if strings.Contains(out.String(), s) {
+					t.Errorf("Status says %q:\n%s", s, out.String())
+				}
+			}
+		})
+	}
+}
