@@ -124,7 +124,10 @@ func openIndex(ctx context.Context, root *memory.Root, j *journal.Journal, o Dae
 		}
 	}
 	rs.indexer = indexer.New(indexer.Options{Journal: j, Index: rs.index, Embedder: emb, Session: conversationID, Log: log})
-	rs.searcher = &recall.Searcher{Index: rs.index, Embedder: emb}
+	rs.searcher = &recall.Searcher{Index: rs.index, Embedder: emb, Log: log}
+	if r, ok := emb.(recall.Reranker); ok {
+		rs.searcher.Reranker = r // the offline word vectors rerank too
+	}
 	return rs, nil
 }
 

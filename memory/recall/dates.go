@@ -49,13 +49,37 @@ const maxDateText = 64 << 10
 // It reports false when the text names no date. It never panics and reads
 // at most 64 KiB of text.
 func ParseDateWindow(text string, at time.Time) (Window, bool) {
+	var out Window
+	found := false
+	for _, w := range DateMentions(text, at) {
+		if !found {
+			out, found = w, true
+			continue
+		}
+		if w.Since.Before(out.Since) {
+			out.Since = w.Since
+		}
+		if w.Until.After(out.Until) {
+			out.Until = w.Until
+		}
+	}
+	return out, found
+}
+
+// maxMentions bounds how many windows DateMentions returns.
+const maxMentions = 32
+
+// DateMentions returns the windows of the dates text names, relative to at,
+// in the order they appear (at most 32), understanding what
+// ParseDateWindow does. A document's mentions say what time it is about:
+// "yesterday I went bowling", said on 17 March, is about 16 March.
+func DateMentions(text string, at time.Time) []Window {
 	if len(text) > maxDateText {
 		text = text[:maxDateText]
 	}
 	p := dateParser{toks: dateTokens(text), at: at, today: midnight(at)}
-	var out Window
-	found := false
-	for i := 0; i < len(p.toks); {
+	var out []Window
+	for i := 0; i < len(p.toks) && len(out) < maxMentions; {
 		w, n := p.match(i)
 		if n == 0 {
 			i++
@@ -65,20 +89,16 @@ func ParseDateWindow(text string, at time.Time) (Window, bool) {
 			w.Until = p.today.AddDate(0, 0, 1)
 		}
 		if w.Until.After(w.Since) {
-			if !found {
-				out, found = w, true
-			} else {
-				if w.Since.Before(out.Since) {
-					out.Since = w.Since
-				}
-				if w.Until.After(out.Until) {
-					out.Until = w.Until
-				}
-			}
+			out = append(out, w)
 		}
 		i += n
 	}
-	return out, found
+	return out
+}
+
+// Overlaps reports whether w and o share any instant.
+func (w Window) Overlaps(o Window) bool {
+	return w.Since.Before(o.Until) && o.Since.Before(w.Until)
 }
 
 // dateToken is a lower-cased word, a number (ordinals like "7th" are

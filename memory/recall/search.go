@@ -37,10 +37,14 @@ type SearchOptions struct {
 
 	// Fusion weights. A document's score is the weighted sum, over the
 	// rankings it appears in, of (RRFK+1)/(RRFK+rank) — 1 at rank 1 —
-	// plus RecencyWeight·2^(-age/RecencyHalfLife), SalienceWeight·Salience
-	// and DateWeight when it falls in a date window the query names.
+	// plus RecencyWeight·2^(-age/RecencyHalfLife), SalienceWeight·Salience,
+	// DateWeight when it is about a date window the query names (About),
+	// and SpeakerWeight when the query names its role (its speaker).
+	// RerankWeight weighs the Reranker's ranking of the best RerankDepth
+	// candidates, fused the same way.
 	LexicalWeight, VectorWeight, RecencyWeight, SalienceWeight float64
-	DateWeight                                                 float64
+	DateWeight, SpeakerWeight, RerankWeight                    float64
+	RerankDepth                                                int // default 200
 
 	RecencyHalfLife time.Duration // default 30 days
 	// MMRLambda trades relevance (1) against novelty (0) when picking the
@@ -75,6 +79,9 @@ func DefaultSearchOptions() SearchOptions {
 		RecencyWeight:   0.02,
 		SalienceWeight:  0.05,
 		DateWeight:      0.3,
+		SpeakerWeight:   0,
+		RerankWeight:    0.5,
+		RerankDepth:     200,
 		RecencyHalfLife: 30 * 24 * time.Hour,
 		MMRLambda:       0.7,
 		Now:             time.Now,
@@ -85,9 +92,13 @@ func DefaultSearchOptions() SearchOptions {
 func (o SearchOptions) resolved() SearchOptions {
 	d := DefaultSearchOptions()
 	if o.LexicalWeight == 0 && o.VectorWeight == 0 && o.RecencyWeight == 0 && o.SalienceWeight == 0 &&
-		o.DateWeight == 0 && o.MMRLambda == 0 {
+		o.DateWeight == 0 && o.SpeakerWeight == 0 && o.RerankWeight == 0 && o.MMRLambda == 0 {
 		o.LexicalWeight, o.VectorWeight, o.RecencyWeight = d.LexicalWeight, d.VectorWeight, d.RecencyWeight
 		o.SalienceWeight, o.DateWeight, o.MMRLambda = d.SalienceWeight, d.DateWeight, d.MMRLambda
+		o.SpeakerWeight, o.RerankWeight = d.SpeakerWeight, d.RerankWeight
+	}
+	if o.RerankDepth <= 0 {
+		o.RerankDepth = d.RerankDepth
 	}
 	if o.Mode == "" {
 		o.Mode = d.Mode
@@ -131,9 +142,20 @@ type Hit struct {
 	VectorRank  int
 	// Recency is the decay factor 2^(-age/half-life) in (0, 1].
 	Recency float64
-	// InWindow reports that the document falls in the date window the
-	// query names (see ParseDateWindow).
+	// InWindow reports that the document is about the date window the
+	// query names (see ParseDateWindow and About).
 	InWindow bool
+	// Speaker reports that the query names the document's role.
+	Speaker bool
+	// Rerank is the Reranker's score, when it ranked the document.
+	Rerank float64
+}
+
+// Reranker scores documents' texts against a query with a finer model
+// than the first-stage rankers (wordvec's soft term matching), higher
+// better. The embedded default implements it.
+type Reranker interface {
+	Rerank(ctx context.Context, query string, texts []string) ([]float32, error)
 }
 
 // ErrNoEmbedder is returned by a vector-mode search without an Embedder.
@@ -146,6 +168,7 @@ var ErrNoEmbedder = errors.New("recall: vector search needs an embedder")
 type Searcher struct {
 	Index    Index
 	Embedder Embedder // nil: lexical only
+	Reranker Reranker // nil: none
 	Opts     SearchOptions
 	Log      *slog.Logger // nil: discard
 }
@@ -155,7 +178,95 @@ type ranking struct {
 	res    []Scored
 	weight float64
 	lex    bool // lexical (or vector) scores for provenance
+	dated  bool // ranks documents near a date window: only those about it count
 	err    error
+}
+
+// cand is a candidate result being scored.
+type cand struct {
+	hit   Hit
+	fused float64
+}
+
+// MentionLag is how long after a date window documents are still looked
+// at for mentions of it: "last month" is said up to a month after.
+const MentionLag = 31 * 24 * time.Hour
+
+// maxMentionSpan is the longest date mention that makes a document about a
+// shorter window: "in 2023" is not about 16 March 2023.
+const maxMentionSpan = 62 * 24 * time.Hour
+
+// About reports whether d is about the window w: it was said in w, or its
+// text names a date in w (relative dates read from when it was said).
+func About(d Doc, w Window) bool {
+	if w.Contains(d.TS) {
+		return true
+	}
+	span := max(maxMentionSpan, w.Until.Sub(w.Since))
+	for _, m := range DateMentions(d.Text, d.TS) {
+		if m.Until.Sub(m.Since) <= span && m.Overlaps(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// namedRoles returns a test of whether the query names a role: every
+// token of the role's name is among the query's tokens ("What did
+// Caroline say" names the speaker Caroline). Role names are tokenized
+// once per search.
+func namedRoles(query string) func(role string) bool {
+	qt := map[string]bool{}
+	for _, t := range Tokens(query) {
+		qt[t] = true
+	}
+	memo := map[string]bool{}
+	return func(role string) bool {
+		if role == "" {
+			return false
+		}
+		named, ok := memo[role]
+		if !ok {
+			rt := Tokens(role)
+			named = len(rt) > 0
+			for _, t := range rt {
+				named = named && qt[t]
+			}
+			memo[role] = named
+		}
+		return named
+	}
+}
+
+// rerank adds the Reranker's opinion of the best RerankDepth candidates
+// (by score so far) as one more ranking, fused like the others. A failing
+// reranker is logged and ignored.
+func (s *Searcher) rerank(ctx context.Context, query string, cands []*cand, o SearchOptions, k int, log *slog.Logger) {
+	slices.SortStableFunc(cands, func(a, b *cand) int {
+		return cmp.Or(cmp.Compare(b.hit.Score, a.hit.Score), cmp.Compare(a.hit.Doc.ID, b.hit.Doc.ID))
+	})
+	pool := cands[:min(len(cands), max(o.RerankDepth, k))]
+	texts := make([]string, len(pool))
+	for i, c := range pool {
+		texts[i] = c.hit.Doc.Text
+	}
+	scores, err := s.Reranker.Rerank(ctx, query, texts)
+	if err == nil && len(scores) != len(texts) {
+		err = fmt.Errorf("reranker returned %d scores for %d texts", len(scores), len(texts))
+	}
+	if err != nil {
+		log.Warn("recall: reranking failed, using fused scores", "err", err)
+		return
+	}
+	idx := make([]int, len(pool))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(scores[b], scores[a]) })
+	for rank, i := range idx {
+		pool[i].hit.Rerank = float64(scores[i])
+		pool[i].hit.Score += o.RerankWeight * (o.RRFK + 1) / (o.RRFK + float64(rank+1))
+	}
 }
 
 // Search returns up to q.K hits, best first. In hybrid mode an embedder or
@@ -193,30 +304,31 @@ func (s *Searcher) Search(ctx context.Context, q Query) ([]Hit, error) {
 		// No words and no date: nothing to look for.
 		return nil, nil
 	}
-	var inWindow Filter
+	// A dated question also ranks what was said in the window or soon
+	// after it (when people still refer to it as "yesterday" or "last
+	// month"); of those, the documents about the window (said in it, or
+	// naming a date in it) count.
+	var nearWindow Filter
 	if dated {
 		var ok bool
-		if inWindow, ok = narrow(q.Filter, window); !ok {
+		if nearWindow, ok = narrow(q.Filter, Window{Since: window.Since, Until: window.Until.Add(MentionLag)}); !ok {
 			dated = false
 		}
 	}
 
-	// The rankings: lexical and vector over the filter, and again inside
-	// the date window so that dated questions reach documents of that day
-	// even when other days match the words better.
 	var (
 		rankings []*ranking
 		wg       sync.WaitGroup
 	)
-	add := func(weight float64, lex bool, fn func() ([]Scored, error)) {
-		r := &ranking{weight: weight, lex: lex}
+	add := func(weight float64, lex, dateOnly bool, fn func() ([]Scored, error)) {
+		r := &ranking{weight: weight, lex: lex, dated: dateOnly}
 		rankings = append(rankings, r)
 		wg.Go(func() { r.res, r.err = fn() })
 	}
 	if lexical {
-		add(o.LexicalWeight, true, func() ([]Scored, error) { return s.Index.Lexical(ctx, q.Text, o.Candidates, q.Filter) })
+		add(o.LexicalWeight, true, false, func() ([]Scored, error) { return s.Index.Lexical(ctx, q.Text, o.Candidates, q.Filter) })
 		if dated {
-			add(o.LexicalWeight, true, func() ([]Scored, error) { return s.Index.Lexical(ctx, q.Text, o.Candidates, inWindow) })
+			add(o.LexicalWeight, true, true, func() ([]Scored, error) { return s.Index.Lexical(ctx, q.Text, o.Candidates, nearWindow) })
 		}
 	}
 	var vecErr error
@@ -232,9 +344,9 @@ func (s *Searcher) Search(ctx context.Context, q Query) ([]Hit, error) {
 			// The embedder knows none of the words: no vector signal.
 		default:
 			v := vecs[0]
-			add(o.VectorWeight, false, func() ([]Scored, error) { return s.Index.Vector(ctx, v, o.Candidates, q.Filter) })
+			add(o.VectorWeight, false, false, func() ([]Scored, error) { return s.Index.Vector(ctx, v, o.Candidates, q.Filter) })
 			if dated {
-				add(o.VectorWeight, false, func() ([]Scored, error) { return s.Index.Vector(ctx, v, o.Candidates, inWindow) })
+				add(o.VectorWeight, false, true, func() ([]Scored, error) { return s.Index.Vector(ctx, v, o.Candidates, nearWindow) })
 			}
 		}
 	}
@@ -259,28 +371,14 @@ func (s *Searcher) Search(ctx context.Context, q Query) ([]Hit, error) {
 		log.Warn("recall: vector search failed, using lexical results only", "err", vecErr)
 	}
 
-	// Fuse.
-	type cand struct {
-		hit   Hit
-		fused float64
-	}
+	// The candidates: every document of every ranking.
 	byID := map[string]*cand{}
 	var order []string
 	for _, r := range rankings {
-		for i, sc := range r.res {
-			c := byID[sc.ID]
-			if c == nil {
-				c = &cand{}
-				byID[sc.ID] = c
+		for _, sc := range r.res {
+			if byID[sc.ID] == nil {
+				byID[sc.ID] = &cand{}
 				order = append(order, sc.ID)
-			}
-			c.fused += r.weight * (o.RRFK + 1) / (o.RRFK + float64(i+1))
-			rank := i + 1
-			if r.lex && (c.hit.LexicalRank == 0 || rank < c.hit.LexicalRank) {
-				c.hit.LexicalRank, c.hit.Lexical = rank, float64(sc.Score)
-			}
-			if !r.lex && (c.hit.VectorRank == 0 || rank < c.hit.VectorRank) {
-				c.hit.VectorRank, c.hit.Vector = rank, float64(sc.Score)
 			}
 		}
 	}
@@ -294,17 +392,47 @@ func (s *Searcher) Search(ctx context.Context, q Query) ([]Hit, error) {
 	cands := make([]*cand, 0, len(docs))
 	for _, d := range docs {
 		c := byID[d.ID]
-		if c == nil {
+		if c == nil || c.hit.Doc.ID != "" {
 			continue
 		}
 		c.hit.Doc = d
 		c.hit.Recency = Recency(at.Sub(d.TS), o.RecencyHalfLife)
-		c.hit.InWindow = dated && window.Contains(d.TS)
+		c.hit.InWindow = dated && About(d, window)
+		cands = append(cands, c)
+	}
+
+	// Fuse: a window ranking counts only the documents about the window.
+	for _, r := range rankings {
+		rank := 0
+		for _, sc := range r.res {
+			c := byID[sc.ID]
+			if c.hit.Doc.ID == "" || r.dated && !c.hit.InWindow {
+				continue
+			}
+			rank++
+			c.fused += r.weight * (o.RRFK + 1) / (o.RRFK + float64(rank))
+			if r.lex && (c.hit.LexicalRank == 0 || rank < c.hit.LexicalRank) {
+				c.hit.LexicalRank, c.hit.Lexical = rank, float64(sc.Score)
+			}
+			if !r.lex && (c.hit.VectorRank == 0 || rank < c.hit.VectorRank) {
+				c.hit.VectorRank, c.hit.Vector = rank, float64(sc.Score)
+			}
+		}
+	}
+	named := namedRoles(q.Text)
+	for _, c := range cands {
+		d := c.hit.Doc
 		c.hit.Score = c.fused + o.RecencyWeight*c.hit.Recency + o.SalienceWeight*float64(d.Salience)
 		if c.hit.InWindow {
 			c.hit.Score += o.DateWeight
 		}
-		cands = append(cands, c)
+		if named(d.Role) {
+			c.hit.Speaker = true
+			c.hit.Score += o.SpeakerWeight
+		}
+	}
+	if s.Reranker != nil && o.RerankWeight > 0 && len(cands) > 1 {
+		s.rerank(ctx, q.Text, cands, o, k, log)
 	}
 	slices.SortStableFunc(cands, func(a, b *cand) int {
 		return cmp.Or(cmp.Compare(b.hit.Score, a.hit.Score), cmp.Compare(a.hit.Doc.ID, b.hit.Doc.ID))

@@ -283,8 +283,9 @@ func TestDateWindowBoost(t *testing.T) {
 	if !hits[0].InWindow || hits[1].InWindow {
 		t.Errorf("InWindow = %v, %v; want true, false", hits[0].InWindow, hits[1].InWindow)
 	}
-	// A second lexical ranking ran inside the window, keeping the filter.
-	want := []Filter{{Session: "s"}, {Session: "s", Since: time.Date(2024, 5, 15, 0, 0, 0, 0, time.UTC), Until: time.Date(2024, 5, 16, 0, 0, 0, 0, time.UTC)}}
+	// A second lexical ranking ran over the window and MentionLag after it
+	// (where documents may still mention it), keeping the filter.
+	want := []Filter{{Session: "s"}, {Session: "s", Since: time.Date(2024, 5, 15, 0, 0, 0, 0, time.UTC), Until: time.Date(2024, 5, 16, 0, 0, 0, 0, time.UTC).Add(MentionLag)}}
 	slices.SortFunc(ix.filters, func(a, b Filter) int { return a.Since.Compare(b.Since) })
 	if diff := cmp.Diff(want, ix.filters); diff != "" {
 		t.Errorf("lexical filters mismatch (-want +got):\n%s", diff)

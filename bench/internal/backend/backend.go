@@ -64,6 +64,9 @@ func New(o Options) (b recallbench.Backend, note string, err error) {
 			opts := base
 			opts.Mode = mode
 			s := &recall.Searcher{Index: idx, Embedder: emb, Opts: opts}
+			if r, ok := emb.(recall.Reranker); ok {
+				s.Reranker = r
+			}
 			return func(ctx context.Context, q recallbench.SearchQuery) ([]string, error) {
 				hits, err := s.Search(ctx, recall.Query{Text: q.Text, K: q.K, At: q.At})
 				if err != nil {

@@ -37,6 +37,9 @@ type Model struct {
 	index  map[string]int32
 	sum    string // hex SHA-256 of the payload
 
+	normOnce sync.Once
+	invNorms []float32 // 1/‖row‖ per word, made on first use
+
 	pcMu sync.Mutex
 	pcs  map[float64][]float32 // first principal component, by SIF a
 }

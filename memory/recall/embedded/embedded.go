@@ -255,15 +255,15 @@ func (ix *Index) apply(st *state, p *prepared, size uint32) int64 {
 	return 0
 }
 
-// indexText is what the lexical side indexes for a document's text and
-// context: recall.IndexText, so that every backend agrees.
-func indexText(text, ctx string) string {
-	return recall.IndexText(recall.Doc{Text: text, Context: ctx})
+// indexTokens appends the lexical terms of a document's text and context:
+// recall.IndexTokens, so that every backend agrees.
+func indexTokens(dst []string, text, ctx string) []string {
+	return recall.IndexTokens(dst, recall.Doc{Text: text, Context: ctx})
 }
 
 // tokenize fills p's terms from its text and context.
 func (p *prepared) tokenize() {
-	toks := recall.AppendTokens(p.terms[:0], indexText(p.rec.text, p.rec.ctx))
+	toks := indexTokens(p.terms[:0], p.rec.text, p.rec.ctx)
 	p.dl = len(toks)
 	p.terms, p.tfs = termFreqs(toks, p.tfs)
 }

@@ -292,7 +292,7 @@ func (st *state) kill(s uint32) int64 {
 	a := &st.attrs[s]
 	sl := &st.slots[s]
 	st.deleteID(string(st.id(s)))
-	terms, _ := termFreqs(recall.Tokens(indexText(string(st.text(s)), string(st.context(s)))), nil)
+	terms, _ := termFreqs(indexTokens(nil, string(st.text(s)), string(st.context(s))), nil)
 	for _, t := range terms {
 		if ti, ok := st.terms[t]; ok {
 			st.posts[ti].live--

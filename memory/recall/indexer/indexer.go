@@ -33,6 +33,7 @@ import (
 const (
 	MetaCursor   = "indexer.cursor"   // id of the last indexed journal record
 	MetaEmbedder = "indexer.embedder" // Name of the embedder that made the vectors ("" = lexical only)
+	MetaTerms    = "indexer.terms"    // recall.TermsVersion of the lexical terms
 )
 
 // InjectedSentinel marks context hearth injected into a prompt; text that
@@ -253,7 +254,8 @@ func (ix *Indexer) CatchUp(ctx context.Context) error {
 }
 
 // checkEmbedder resets the index when its vectors came from another
-// embedder: vectors of two models never mix.
+// embedder, or its lexical terms from another tokenizer: vectors of two
+// models, or terms of two tokenizers, never mix.
 func (ix *Indexer) checkEmbedder(ctx context.Context) error {
 	want := ""
 	if ix.opts.Embedder != nil {
@@ -263,17 +265,27 @@ func (ix *Indexer) checkEmbedder(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read embedder tag: %w", err)
 	}
-	if ok && have == want {
+	terms, termsOK, err := ix.opts.Index.Meta(ctx, MetaTerms)
+	if err != nil {
+		return fmt.Errorf("read terms tag: %w", err)
+	}
+	if ok && have == want && termsOK && terms == recall.TermsVersion {
 		return nil
 	}
-	if ok {
+	switch {
+	case ok && have != want:
 		ix.opts.Log.Info("embedder changed: re-indexing from the journal", "was", have, "now", want)
+	case ok:
+		ix.opts.Log.Info("tokenizer changed: re-indexing from the journal", "was", terms, "now", recall.TermsVersion)
 	}
 	if err := ix.opts.Index.Reset(ctx); err != nil {
 		return fmt.Errorf("reset index for a new embedder: %w", err)
 	}
 	if err := ix.opts.Index.SetMeta(ctx, MetaEmbedder, want); err != nil {
 		return fmt.Errorf("save embedder tag: %w", err)
+	}
+	if err := ix.opts.Index.SetMeta(ctx, MetaTerms, recall.TermsVersion); err != nil {
+		return fmt.Errorf("save terms tag: %w", err)
 	}
 	return nil
 }

@@ -304,6 +304,45 @@ func TestEmbedderChangeReindexes(t *testing.T) {
 	}
 }
 
+func TestTokenizerChangeReindexes(t *testing.T) {
+	j := openJournal(t)
+	idx := newMemIndex()
+	add(t, j, journal.Record{Role: "user", Text: "a"}, journal.Record{Role: "user", Text: "b"})
+	emb := &flaky{name: "test:2"}
+	if err := New(Options{Journal: j, Index: idx, Embedder: emb}).CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := idx.meta[MetaTerms]; got != recall.TermsVersion {
+		t.Fatalf("terms tag = %q, want %q", got, recall.TermsVersion)
+	}
+	// Same embedder and terms: nothing to redo.
+	if err := New(Options{Journal: j, Index: idx, Embedder: emb}).CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(idx.allUpserted()); n != 2 {
+		t.Fatalf("upserts = %d, want 2 (nothing re-indexed)", n)
+	}
+	// An index made by another tokenizer (or before the tag existed) is
+	// rebuilt.
+	for _, old := range []string{"light-stemmer", ""} {
+		if old == "" {
+			delete(idx.meta, MetaTerms)
+		} else {
+			idx.meta[MetaTerms] = old
+		}
+		before := len(idx.allUpserted())
+		if err := New(Options{Journal: j, Index: idx, Embedder: emb}).CatchUp(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(idx.allUpserted()) - before; n != 2 {
+			t.Errorf("terms %q: %d upserts, want both records again", old, n)
+		}
+		if got := idx.meta[MetaTerms]; got != recall.TermsVersion {
+			t.Errorf("terms tag = %q, want %q", got, recall.TermsVersion)
+		}
+	}
+}
+
 func TestTurnContext(t *testing.T) {
 	j := openJournal(t)
 	idx := newMemIndex()

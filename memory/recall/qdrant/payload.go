@@ -25,7 +25,7 @@ const (
 	keyTS       = "ts"       // Doc.TS, RFC 3339 with nanoseconds, UTC
 	keyTSMillis = "ts_ms"    // Doc.TS in unix milliseconds (indexed, integer): range filters
 	keySalience = "salience" // Doc.Salience
-	keyLen      = "len"      // number of recall.Tokens of recall.IndexText, for the average document length
+	keyLen      = "len"      // number of recall.IndexTokens, for the average document length
 
 	// rawSuffix marks the base64 of a string field's exact bytes, stored
 	// next to the field only when those bytes are not valid UTF-8 (protobuf

@@ -341,7 +341,7 @@ func (ix *Index) Upsert(ctx context.Context, docs []recall.Doc, vecs [][]float32
 		if vecs != nil {
 			p.vec = vecs[i]
 		}
-		p.counts, p.n = termCounts(recall.IndexText(d))
+		p.counts, p.n = termCounts(d)
 		items = append(items, p)
 	}
 

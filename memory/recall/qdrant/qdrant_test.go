@@ -580,9 +580,10 @@ func TestStatsSurviveReopen(t *testing.T) {
 		if err := ix.Delete(ctx, []string{"d"}); err != nil {
 			t.Fatalf("Delete: %v", err)
 		}
+		// Lengths count each word of a document's text recall.TextWeight times.
 		want := map[string]lexStats{
-			opts.Collection:     {Docs: 2, Tokens: 5 + 4},
-			opts.ToolCollection: {Docs: 1, Tokens: 2},
+			opts.Collection:     {Docs: 2, Tokens: recall.TextWeight * (5 + 4)},
+			opts.ToolCollection: {Docs: 1, Tokens: recall.TextWeight * 2},
 		}
 		if diff := cmp.Diff(want, ix.stats); diff != "" {
 			t.Errorf("stats (-want +got):\n%s", diff)

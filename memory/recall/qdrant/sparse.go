@@ -28,11 +28,11 @@ type sparseVec struct {
 	values  []float32
 }
 
-// termCounts counts the term ids of text's tokens. n is the number of
-// tokens (the document length); ids are counted with multiplicity, so two
-// tokens hashing to one id add up.
-func termCounts(text string) (counts map[uint32]int, n int) {
-	toks := recall.Tokens(text)
+// termCounts counts the term ids of d's recall.IndexTokens. n is the
+// number of tokens (the document length); ids are counted with
+// multiplicity, so two tokens hashing to one id add up.
+func termCounts(d recall.Doc) (counts map[uint32]int, n int) {
+	toks := recall.IndexTokens(nil, d)
 	counts = make(map[uint32]int, len(toks))
 	for _, tok := range toks {
 		counts[recall.TermID(tok)]++
@@ -71,7 +71,10 @@ func docSparse(counts map[uint32]int, n int, avgdl float64) sparseVec {
 // querySparse is the sparse vector of a query: weight 1 for each distinct
 // term id.
 func querySparse(text string) sparseVec {
-	counts, _ := termCounts(text)
+	counts := make(map[uint32]bool)
+	for _, tok := range recall.Tokens(text) {
+		counts[recall.TermID(tok)] = true
+	}
 	v := sparseVec{indices: make([]uint32, 0, len(counts)), values: make([]float32, 0, len(counts))}
 	for id := range counts {
 		v.indices = append(v.indices, id)

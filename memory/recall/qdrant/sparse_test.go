@@ -15,24 +15,28 @@ func TestDocSparse(t *testing.T) {
 	sat := func(tf, n, avgdl float64) float32 {
 		return float32(tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*n/avgdl)))
 	}
+	// A document's own words count recall.TextWeight (2) times, its
+	// context's once.
 	tests := []struct {
 		name  string
 		text  string
+		ctx   string
 		avgdl float64
 		want  map[uint32]float32
 		n     int
 	}{
-		{"empty", "", 5, map[uint32]float32{}, 0},
-		{"stopwords only", "the of and", 5, map[uint32]float32{}, 0},
-		{"one term", "Guitar", 1, map[uint32]float32{id("guitar"): sat(1, 1, 1)}, 1},
-		{"repeated term saturates", "apple apple apple banana", 4, map[uint32]float32{id("appl"): sat(3, 4, 4), id("banana"): sat(1, 4, 4)}, 4},
-		{"longer than average", "apple banana", 1, map[uint32]float32{id("appl"): sat(1, 2, 1), id("banana"): sat(1, 2, 1)}, 2},
-		{"no average yet", "apple", 0, map[uint32]float32{id("appl"): sat(1, 1, 1)}, 1},
-		{"shared tokenizer", "We went HIKING!", 2, map[uint32]float32{id("went"): sat(1, 2, 2), id("hik"): sat(1, 2, 2)}, 2},
+		{"empty", "", "", 5, map[uint32]float32{}, 0},
+		{"stopwords only", "the of and", "", 5, map[uint32]float32{}, 0},
+		{"one term", "Guitar", "", 2, map[uint32]float32{id("guitar"): sat(2, 2, 2)}, 2},
+		{"repeated term saturates", "apple apple apple banana", "", 8, map[uint32]float32{id("appl"): sat(6, 8, 8), id("banana"): sat(2, 8, 8)}, 8},
+		{"longer than average", "apple banana", "", 1, map[uint32]float32{id("appl"): sat(2, 4, 1), id("banana"): sat(2, 4, 1)}, 4},
+		{"no average yet", "apple", "", 0, map[uint32]float32{id("appl"): sat(2, 2, 2)}, 2},
+		{"shared tokenizer", "We went HIKING!", "", 4, map[uint32]float32{id("went"): sat(2, 4, 4), id("hike"): sat(2, 4, 4)}, 4},
+		{"context counts once", "apple", "banana apple", 5, map[uint32]float32{id("appl"): sat(3, 4, 5), id("banana"): sat(1, 4, 5)}, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			counts, n := termCounts(tt.text)
+			counts, n := termCounts(recall.Doc{Text: tt.text, Context: tt.ctx})
 			if n != tt.n {
 				t.Errorf("length = %d, want %d", n, tt.n)
 			}
@@ -92,9 +96,9 @@ func FuzzSparse(f *testing.F) {
 	f.Add("word", math.NaN())
 	f.Add("word", 1e-300)
 	f.Fuzz(func(t *testing.T, text string, avgdl float64) {
-		counts, n := termCounts(text)
-		if n != len(recall.Tokens(text)) {
-			t.Fatalf("length %d, want %d tokens", n, len(recall.Tokens(text)))
+		counts, n := termCounts(recall.Doc{Text: text})
+		if want := recall.TextWeight * len(recall.Tokens(text)); n != want {
+			t.Fatalf("length %d, want %d tokens", n, want)
 		}
 		total := 0
 		for _, c := range counts {
