@@ -22,10 +22,10 @@ const ContextTurnBytes = 2 << 10
 // 0.751, 3 0.749 turn recall@10.
 const TextWeight = 2
 
-// TermsVersion names the rules of Tokens and IndexTokens. An index built
-// under other rules holds other terms: the indexer rebuilds it. Change it
-// with any change to what Tokens or IndexTokens return.
-const TermsVersion = "porter2+stop1/text2"
+// TermsVersion names the rules of Tokens, IndexTokens and
+// Preceding.Context. An index built under other rules holds other terms:
+// the indexer rebuilds it. Change it with any change to what those return.
+const TermsVersion = "porter2+stop1/text2/question2"
 
 // IndexTokens appends the lexical terms of d to dst: Tokens(d.Text)
 // TextWeight times, then Tokens(d.Context). Every backend indexes exactly
@@ -63,10 +63,32 @@ func NewPreceding(n int) *Preceding {
 	return &Preceding{n: max(n, 0), texts: make([]string, 0, max(n, 0))}
 }
 
-// Context is the kept turns' texts, oldest first, one per line; "" when
-// none are kept.
+// QuestionWeight is how many more times the turn just before a document
+// is repeated in its Context when that turn asks a question: an answer
+// ("Been doing it for three years.") is found by the words of the question
+// it answers ("How long have you been doing yoga?"), and repeating them
+// gives them about the weight of the answer's own words (TextWeight).
+// Measured on LoCoMo (bench/README.md): turn recall@10 0.758 without, 0.766
+// with 1, 0.769 with 2, 0.766 with 3; repeating any preceding turn, question
+// or not, measured 0.757.
+const QuestionWeight = 2
+
+// Context is the kept turns' texts, oldest first, one per line, followed
+// by QuestionWeight more copies of the newest when it asks a question
+// (holds a "?"); "" when none are kept.
 func (p *Preceding) Context() string {
-	return strings.Join(p.texts, "\n")
+	ctx := strings.Join(p.texts, "\n")
+	if n := len(p.texts); n > 0 && strings.Contains(p.texts[n-1], "?") {
+		var b strings.Builder
+		b.Grow(len(ctx) + QuestionWeight*(len(p.texts[n-1])+1))
+		b.WriteString(ctx)
+		for range QuestionWeight {
+			b.WriteByte('\n')
+			b.WriteString(p.texts[n-1])
+		}
+		ctx = b.String()
+	}
+	return ctx
 }
 
 // Push records a turn's text (its first ContextTurnBytes), dropping the

@@ -75,12 +75,12 @@ func DefaultSearchOptions() SearchOptions {
 		Candidates:      100,
 		RRFK:            10,
 		LexicalWeight:   1,
-		VectorWeight:    0.6,
+		VectorWeight:    0.4,
 		RecencyWeight:   0.02,
 		SalienceWeight:  0.05,
 		DateWeight:      0.3,
 		SpeakerWeight:   0,
-		RerankWeight:    0.5,
+		RerankWeight:    0.6,
 		RerankDepth:     200,
 		RecencyHalfLife: 30 * 24 * time.Hour,
 		MMRLambda:       0.7,
@@ -431,7 +431,7 @@ func (s *Searcher) Search(ctx context.Context, q Query) ([]Hit, error) {
 			c.hit.Score += o.SpeakerWeight
 		}
 	}
-	if s.Reranker != nil && o.RerankWeight > 0 && len(cands) > 1 {
+	if o.Mode == ModeHybrid && s.Reranker != nil && o.RerankWeight > 0 && len(cands) > 1 {
 		s.rerank(ctx, q.Text, cands, o, k, log)
 	}
 	slices.SortStableFunc(cands, func(a, b *cand) int {

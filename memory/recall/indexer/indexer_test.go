@@ -384,10 +384,11 @@ func TestTurnContext(t *testing.T) {
 	}
 
 	want := map[string]string{
-		ids[0]:   "",
-		ids[1]:   "my sister moved to Lisbon",
-		ids[3]:   "", // tool documents get none
-		ids[4]:   "my sister moved to Lisbon\nhow does she like it?",
+		ids[0]: "",
+		ids[1]: "my sister moved to Lisbon",
+		ids[3]: "", // tool documents get none
+		// The question just before a turn is repeated: the turn answers it.
+		ids[4]:   "my sister moved to Lisbon\nhow does she like it?\nhow does she like it?\nhow does she like it?",
 		more[0]:  "how does she like it?\nshe loves the trams",
 		after[0]: "",
 		none[0]:  "",
