@@ -85,7 +85,7 @@ func DateMentions(text string, at time.Time) []Window {
 			i++
 			continue
 		}
-		if i > 0 && p.toks[i-1].word == "since" {
+		if p.since(i) {
 			w.Until = p.today.AddDate(0, 0, 1)
 		}
 		if w.Until.After(w.Since) {
@@ -96,9 +96,29 @@ func DateMentions(text string, at time.Time) []Window {
 	return out
 }
 
+// since reports whether the date matched at toks[i] follows "since": the
+// match starts with it ("since 2020"), or it comes just before, perhaps
+// with "the", "in" or "on" between ("since the 7th of May").
+func (p *dateParser) since(i int) bool {
+	if p.toks[i].word == "since" {
+		return true
+	}
+	for j := i - 1; j >= 0 && j >= i-2; j-- {
+		switch p.toks[j].word {
+		case "since":
+			return true
+		case "the", "in", "on":
+			continue
+		}
+		return false
+	}
+	return false
+}
+
 // Overlaps reports whether w and o share any instant.
 func (w Window) Overlaps(o Window) bool {
-	return w.Since.Before(o.Until) && o.Since.Before(w.Until)
+	return w.Since.Before(w.Until) && o.Since.Before(o.Until) &&
+		w.Since.Before(o.Until) && o.Since.Before(w.Until)
 }
 
 // dateToken is a lower-cased word, a number (ordinals like "7th" are
