@@ -94,6 +94,10 @@ func RunScale(ctx context.Context, b Backend, dir string, o ScaleOptions) (*Scal
 
 	syn := NewSynth(SynthOptions{Turns: o.Turns, Seed: o.Seed})
 	batch := make([]recall.Doc, 0, o.Batch)
+	// Each turn carries the turns before it in its session as context, as
+	// mnemo's indexer gives it.
+	prev := recall.NewPreceding(recall.ContextTurns)
+	session := ""
 	start := time.Now()
 	lastLog := start
 	for done := 0; ; {
@@ -103,6 +107,14 @@ func RunScale(ctx context.Context, b Backend, dir string, o ScaleOptions) (*Scal
 		batch = syn.Next(batch[:0], o.Batch)
 		if len(batch) == 0 {
 			break
+		}
+		for i := range batch {
+			if batch[i].Session != session {
+				session = batch[i].Session
+				prev.Reset()
+			}
+			batch[i].Context = prev.Context()
+			prev.Push(batch[i].Text)
 		}
 		embed, err := IndexDocs(ctx, idx, b.Embedder, batch, o.Batch)
 		res.EmbedTime += embed

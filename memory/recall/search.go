@@ -41,7 +41,7 @@ type SearchOptions struct {
 	// DateWeight when it is about a date window the query names (About),
 	// and SpeakerWeight when the query names its role (its speaker).
 	// RerankWeight weighs the Reranker's ranking of the best RerankDepth
-	// candidates, fused the same way.
+	// candidates (at least K), fused the same way.
 	LexicalWeight, VectorWeight, RecencyWeight, SalienceWeight float64
 	DateWeight, SpeakerWeight, RerankWeight                    float64
 	RerankDepth                                                int // default 200
@@ -54,21 +54,24 @@ type SearchOptions struct {
 }
 
 // DefaultSearchOptions returns the defaults, chosen on LoCoMo (categories
-// 1–4, 1,540 questions, embedded index, wink SIF word vectors; turn
-// recall@5/10/25/50):
+// 1–4, 1,536 questions, embedded index, wink SIF word vectors; turn
+// recall@10; bench/README.md has the full tables):
 //
-//	lexical only                              0.551 0.628 0.710 0.771
-//	vector only                               0.361 0.453 0.581 0.687
-//	hybrid, RRFK 60, weights 1 : 1            0.499 0.596 0.703 0.789
-//	hybrid, RRFK 60, weights 1 : 0.2          0.546 0.634 0.721 0.777
-//	hybrid, RRFK 10, weights 1 : 0.6, MMR 0.7 0.560 0.640 0.737 0.793
+//	hybrid, defaults                              0.769
+//	  rerank weight 0 (no reranking)              0.744
+//	  vector 0.6, rerank 0.5                      0.759
+//	  RRFK 60, weights 1 : 1, no reranking        0.596 (session 1)
+//	  speaker weight 0.3                          0.779, adversarial 0.908 → 0.828
+//	lexical only                                  0.728
+//	vector only                                   0.460
 //
-// With word vectors much weaker than BM25, equal weights let the vector
-// side push good lexical hits down; a small k (5–20 measured alike) makes
-// the top of each list count and lets the vector side add more. MMR at
-// λ 0.7 is neutral on LoCoMo (±0.002) and kept for near-duplicate turns.
-// Recency, salience and the date boost are tie-breakers of the size of a
-// few ranks; LoCoMo questions carry no dates, so they did not move it.
+// With word vectors much weaker than BM25, a small RRF k makes the top of
+// each list count and a lower vector weight keeps the vector side from
+// pushing good lexical hits down; the soft-matching reranker is the
+// vectors' best use. MMR at λ 0.7 is neutral on LoCoMo and kept for
+// near-duplicate turns. Recency and salience are tie-breakers of the size
+// of a few ranks. SpeakerWeight is off: it helps questions about a named
+// speaker and hurts those that name the wrong one.
 func DefaultSearchOptions() SearchOptions {
 	return SearchOptions{
 		Mode:            ModeHybrid,
