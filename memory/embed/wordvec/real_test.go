@@ -122,3 +122,28 @@ func nearest(m *Model, word string, top, k int) []string {
 	}
 	return out
 }
+
+// TestRealRerank checks, on the real vectors, that soft term matching puts
+// a text that answers a question in other words above one that shares only
+// the question's frame, the failures of exact terms it is there for.
+func TestRealRerank(t *testing.T) {
+	e := realModel(t).Embedder(Options{})
+	tests := []struct {
+		query, answer, decoy string
+	}{
+		{"What was her mom passionate about?", "My mom had a big passion for cooking.", "Where do you most often do yoga?"},
+		{"What event did he attend in Boston?", "I went to a fancy gala in Boston yesterday.", "Gotta run, bye!"},
+		{"What digestive issue did Sam have?", "I ended up in the ER with a severe stomachache, it was gastritis.", "Looks good to eat! Ginger snaps are my weakness."},
+		{"Which bands has Dave enjoyed listening to?", "There were so many great bands, my favorite was Aerosmith.", "Cool, it's the logo for my rock band."},
+	}
+	for _, tt := range tests {
+		s, err := e.Rerank(t.Context(), tt.query, []string{tt.answer, tt.decoy})
+		if err != nil {
+			t.Fatalf("Rerank: %v", err)
+		}
+		t.Logf("%q: answer %.3f, decoy %.3f", tt.query, s[0], s[1])
+		if s[0] <= s[1] {
+			t.Errorf("Rerank(%q): answer %q scored %.3f, not above %q at %.3f", tt.query, tt.answer, s[0], tt.decoy, s[1])
+		}
+	}
+}
