@@ -44,19 +44,7 @@ func benchModel(b *testing.B) (*wordvec.Model, string, []string) {
 	}
 	const n, dim = 100000, 100
 	rng := rand.New(rand.NewPCG(1, 2))
-	word := func(i int) string { return "w" + strconv.FormatInt(int64(i), 36) + "x" }
-	words := make([]wordvec.Word, n)
-	for i := range words {
-		v := make([]float32, dim)
-		for j := range v {
-			v[j] = float32(rng.NormFloat64())
-		}
-		words[i] = wordvec.Word{Text: word(i), Rank: i, Vector: v}
-	}
-	data, err := wordvec.Encode(dim, 341479, words)
-	if err != nil {
-		b.Fatal(err)
-	}
+	data := syntheticModel(b, rng, n, dim)
 	path := filepath.Join(b.TempDir(), "synthetic.bin")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		b.Fatal(err)
@@ -71,7 +59,7 @@ func benchModel(b *testing.B) (*wordvec.Model, string, []string) {
 	for i, s := range benchSentences {
 		toks := wordvec.Tokens(s)
 		for k := range toks {
-			toks[k] = word(int(zipf.Uint64()))
+			toks[k] = synthWord(int(zipf.Uint64()))
 			if k%7 == 6 {
 				toks[k] = strconv.Itoa(k)
 			}
@@ -125,4 +113,26 @@ func BenchmarkLoad(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// synthWord is the i-th word of a syntheticModel.
+func synthWord(i int) string { return "w" + strconv.FormatInt(int64(i), 36) + "x" }
+
+// syntheticModel encodes n words (synthWord(0) the most frequent) with
+// random normal vectors of dim dimensions drawn from rng.
+func syntheticModel(tb testing.TB, rng *rand.Rand, n, dim int) []byte {
+	tb.Helper()
+	words := make([]wordvec.Word, n)
+	for i := range words {
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = float32(rng.NormFloat64())
+		}
+		words[i] = wordvec.Word{Text: synthWord(i), Rank: i, Vector: v}
+	}
+	data, err := wordvec.Encode(dim, 341479, words)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
 }

@@ -321,20 +321,7 @@ func TestRerankCancelled(t *testing.T) {
 func BenchmarkRerank(b *testing.B) {
 	const n, dim, nTexts, textWords = 20000, 100, 200, 30
 	rng := rand.New(rand.NewPCG(5, 6))
-	word := func(i int) string { return "w" + strconv.FormatInt(int64(i), 36) + "x" }
-	words := make([]wordvec.Word, n)
-	for i := range words {
-		v := make([]float32, dim)
-		for j := range v {
-			v[j] = float32(rng.NormFloat64())
-		}
-		words[i] = wordvec.Word{Text: word(i), Rank: i, Vector: v}
-	}
-	data, err := wordvec.Encode(dim, 341479, words)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := wordvec.Parse(data)
+	m, err := wordvec.Parse(syntheticModel(b, rng, n, dim))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -345,14 +332,14 @@ func BenchmarkRerank(b *testing.B) {
 	for i := range texts {
 		toks := make([]string, textWords-5+rng.IntN(11))
 		for k := range toks {
-			toks[k] = word(int(zipf.Uint64()))
+			toks[k] = synthWord(int(zipf.Uint64()))
 			if k%10 == 9 {
 				toks[k] = "unknown" + strconv.Itoa(k)
 			}
 		}
 		texts[i] = strings.Join(toks, " ") + "."
 	}
-	query := strings.Join([]string{word(3), word(150), word(900), word(2500), word(7000), word(15000)}, " ")
+	query := strings.Join([]string{synthWord(3), synthWord(150), synthWord(900), synthWord(2500), synthWord(7000), synthWord(15000)}, " ")
 	if _, err := e.Rerank(b.Context(), query, texts); err != nil { // build the norms
 		b.Fatal(err)
 	}
