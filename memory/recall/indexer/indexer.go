@@ -8,10 +8,12 @@
 // conversation as its recall.Doc.Context (Options.ContextTurns), which the
 // lexical side indexes with it; it embeds the turn's Text alone, which
 // measured better on LoCoMo (bench/README.md). The indexer remembers those
-// turns as it scans the journal in order. It does not read back behind
-// its cursor: after a restart, or when the cursor moved under it, the
-// first turns indexed get the context of only the turns seen since. A
-// failed batch is retried with the context it had.
+// turns as it scans the journal in order. After a restart, or when the
+// cursor moved under it, it reads them back from the end of the journal
+// (a Tailer), at most a few dozen records, so that the turns it indexes
+// next get the context they would have had without the restart; when the
+// cursor's record is further back than that, or gone, they start without.
+// A failed batch is retried with the context it had.
 package indexer
 
 import (
@@ -50,6 +52,23 @@ const maxChunks = 64
 type Journal interface {
 	ScanAfter(ctx context.Context, id string, fn func(journal.Record) error) error
 }
+
+// Tailer is a Journal that can also return its last n valid records,
+// oldest first, reading backwards from its end, as *journal.Journal does.
+// An indexer whose Journal is a Tailer reads the turns before its cursor
+// back from it when it starts from a cursor; with another Journal the
+// first turns it indexes after a restart have no context.
+type Tailer interface {
+	Tail(n int) ([]journal.Record, error)
+}
+
+var _ Tailer = (*journal.Journal)(nil)
+
+// primeRecords bounds, per context turn, how many records an indexer
+// starting from a cursor reads back from the end of the journal to find the
+// cursor's record and the turns before it: 64 by default. Tool outcomes
+// and skipped records between the turns take room too.
+const primeRecords = 32
 
 // Options configure an Indexer.
 type Options struct {
@@ -90,7 +109,7 @@ type Indexer struct {
 
 	// scan serialises CatchUp and guards prev and prevAt.
 	scan   sync.Mutex
-	prev   *recall.Preceding // the last turns stored, oldest first
+	prev   *recall.Preceding // the last turns up to prevAt, oldest first
 	prevAt string            // the journal record prev has seen up to
 
 	mu     sync.Mutex
@@ -208,10 +227,9 @@ func (ix *Indexer) CatchUp(ctx context.Context) error {
 	}
 	ix.setCursor(cursor)
 	if cursor != ix.prevAt {
-		// The remembered turns are not the ones before the cursor (a
-		// reset index, another writer): start without context.
-		ix.prev.Reset()
-		ix.prevAt = cursor
+		// The remembered turns are not the ones up to the cursor (a
+		// restart, a reset index, another writer): read them back.
+		ix.prev, ix.prevAt = ix.preceding(cursor), cursor
 	}
 
 	var batch []journal.Record
@@ -300,12 +318,12 @@ func (ix *Indexer) store(ctx context.Context, recs []journal.Record, prev *recal
 			skipped++
 			continue
 		}
-		if d[0].Kind == recall.KindTurn {
+		if text, ok := turnText(d); ok {
 			c := prev.Context()
 			for i := range d {
 				d[i].Context = c
 			}
-			prev.Push(d[0].Text)
+			prev.Push(text)
 		}
 		docs = append(docs, d...)
 	}
@@ -330,6 +348,64 @@ func (ix *Indexer) store(ctx context.Context, recs []journal.Record, prev *recal
 		return 0, 0, fmt.Errorf("upsert: %w", err)
 	}
 	return len(docs), skipped, nil
+}
+
+// turnText is what the documents of one record add to the turns that make
+// later turns' Context: the text of a turn's first document. ok is false
+// for a tool outcome and for a record that makes no documents.
+func turnText(docs []recall.Doc) (text string, ok bool) {
+	if len(docs) == 0 || docs[0].Kind != recall.KindTurn {
+		return "", false
+	}
+	return docs[0].Text, true
+}
+
+// preceding returns the turns up to and including the record cursor, as
+// an indexer that had scanned the journal from its start would hold them.
+// It reads only the last primeRecords×ContextTurns records: when the
+// cursor's record is not among them (far behind the end, or gone), or the
+// journal is not a Tailer or cannot be read, it returns none, and when the
+// records before the cursor among them hold fewer turns than wanted, the
+// ones they hold.
+func (ix *Indexer) preceding(cursor string) *recall.Preceding {
+	prev := recall.NewPreceding(ix.opts.ContextTurns)
+	if cursor == "" || ix.opts.ContextTurns <= 0 {
+		return prev // the start of the journal, or no context wanted
+	}
+	log := ix.opts.Log
+	t, ok := ix.opts.Journal.(Tailer)
+	if !ok {
+		log.Debug("indexer: journal cannot be read backwards: the next turns have no context", "cursor", cursor)
+		return prev
+	}
+	window := primeRecords * ix.opts.ContextTurns
+	recs, err := t.Tail(window)
+	if err != nil {
+		log.Debug("indexer: cannot read the turns before the cursor: the next turns have no context", "cursor", cursor, "err", err)
+		return prev
+	}
+	at := -1
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].ID == cursor {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		log.Debug("indexer: cursor's record not among the last records of the journal: the next turns have no context", "cursor", cursor, "records", window)
+		return prev
+	}
+	turns := 0
+	for _, r := range recs[:at+1] {
+		if text, ok := turnText(Docs(r, ix.opts.Session)); ok {
+			prev.Push(text)
+			turns++
+		}
+	}
+	if turns < ix.opts.ContextTurns && len(recs) == window {
+		log.Debug("indexer: fewer turns before the cursor than the context wants among the last records of the journal", "cursor", cursor, "turns", turns, "records", window)
+	}
+	return prev
 }
 
 func (ix *Indexer) setCursor(id string) {

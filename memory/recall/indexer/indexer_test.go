@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/oklog/ulid/v2"
+
 	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/recall"
 )
@@ -372,7 +375,8 @@ func TestTurnContext(t *testing.T) {
 	if err := ix.CatchUp(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	// A restart starts without context.
+	// A restart keeps the context: the turns before the cursor are read
+	// back from the journal.
 	after := add(t, j, journal.Record{Role: "user", Text: "after a restart"})
 	if err := New(Options{Journal: j, Index: idx, Embedder: emb, Session: "main"}).CatchUp(context.Background()); err != nil {
 		t.Fatal(err)
@@ -390,7 +394,7 @@ func TestTurnContext(t *testing.T) {
 		// The question just before a turn is repeated: the turn answers it.
 		ids[4]:   "my sister moved to Lisbon\nhow does she like it?\nhow does she like it?\nhow does she like it?",
 		more[0]:  "how does she like it?\nshe loves the trams",
-		after[0]: "",
+		after[0]: "she loves the trams\ntrams are fun",
 		none[0]:  "",
 	}
 	got := map[string]string{}
@@ -404,4 +408,201 @@ func TestTurnContext(t *testing.T) {
 	if v := idx.vecs[ids[4]]; v[0] != float32(len("she loves the trams")) {
 		t.Errorf("vector of %s = %v: not of the text alone", ids[4], v)
 	}
+}
+
+// conversation has everything that feeds the turns' context and everything
+// that does not: a question, skipped records, tool outcomes, a long turn
+// that is chunked and cut short in the context, text that is not UTF-8.
+func conversation() []journal.Record {
+	return []journal.Record{
+		{Role: "user", Text: "my sister moved to Lisbon"},
+		{Role: "agent", Text: "how does she like it?"},
+		{Role: "user", Text: " \n"},
+		{Role: "agent", ToolCalls: []journal.ToolCall{{ID: "c1", Name: "weather"}}},
+		{Role: "tool", Text: "sunny", Tool: &journal.ToolResult{CallID: "c1", Name: "weather"}},
+		{Role: "agent", Text: "recalled: " + InjectedSentinel},
+		{Role: "user", Text: "she loves the trams", Mode: "voice"},
+		{Role: "agent", Text: strings.Repeat("trams rattle up the hills ", 400)},
+		{Role: "user", Text: "caf\xe9 or pastel?"},
+		{Role: "tool", Tool: &journal.ToolResult{Name: "search", Error: "offline"}},
+		{Role: "tool", Text: "no outcome: skipped"},
+		{Role: "agent", Text: "pastéis de nata, surely"},
+		{Role: "user", Text: "what about the food?"},
+		{Role: "agent", Text: "fish, mostly"},
+	}
+}
+
+func TestRestartKeepsContext(t *testing.T) {
+	for _, turns := range []int{0, 1, 3} {
+		t.Run(fmt.Sprintf("ContextTurns=%d", turns), func(t *testing.T) {
+			ctx := context.Background()
+			j := openJournal(t)
+			emb := &flaky{name: "test:2"}
+			opts := func(idx *memIndex) Options {
+				return Options{Journal: j, Index: idx, Embedder: emb, Session: "main", ContextTurns: turns}
+			}
+			steady, restarted, once := newMemIndex(), newMemIndex(), newMemIndex()
+			ix := New(opts(steady))
+			for _, r := range conversation() {
+				add(t, j, r)
+				if err := ix.CatchUp(ctx); err != nil {
+					t.Fatal(err)
+				}
+				// A restart before every record.
+				if err := New(opts(restarted)).CatchUp(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := New(opts(once)).CatchUp(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(once.docs, steady.docs); diff != "" {
+				t.Errorf("indexed as it came vs all at once (-once +steady):\n%s", diff)
+			}
+			if diff := cmp.Diff(steady.docs, restarted.docs); diff != "" {
+				t.Errorf("with a restart before every record (-without +with):\n%s", diff)
+			}
+			withContext := 0
+			for _, d := range steady.docs {
+				if d.Context != "" {
+					withContext++
+				}
+			}
+			if withContext < 6 {
+				t.Errorf("only %d documents have a context", withContext)
+			}
+		})
+	}
+}
+
+// tailCounter is a journal that records how many records each Tail asks for.
+type tailCounter struct {
+	*journal.Journal
+	tails []int
+}
+
+func (c *tailCounter) Tail(n int) ([]journal.Record, error) {
+	c.tails = append(c.tails, n)
+	return c.Journal.Tail(n)
+}
+
+func TestRestartContextIsBounded(t *testing.T) {
+	const total = 100
+	window := primeRecords * recall.ContextTurns
+	turn := func(i int) journal.Record { return journal.Record{Role: "user", Text: fmt.Sprintf("turn %d", i)} }
+	for _, tt := range []struct {
+		name   string
+		cursor int    // the last record indexed before the restart
+		want   string // the context of the one after it
+	}{
+		{"cursor at the end", total - 2, "turn 97\nturn 98"},
+		{"cursor with its turns in reach", total - window + 1, fmt.Sprintf("turn %d\nturn %d", total-window, total-window+1)},
+		{"cursor the oldest record in reach", total - window, fmt.Sprintf("turn %d", total-window)},
+		{"cursor just out of reach", total - window - 1, ""},
+		{"cursor far back", 5, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			j := openJournal(t)
+			idx := newMemIndex()
+			var ids []string
+			for i := range tt.cursor + 1 {
+				ids = append(ids, add(t, j, turn(i))...)
+			}
+			if err := New(Options{Journal: j, Index: idx}).CatchUp(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i := tt.cursor + 1; i < total; i++ {
+				ids = append(ids, add(t, j, turn(i))...)
+			}
+			tc := &tailCounter{Journal: j}
+			if err := New(Options{Journal: tc, Index: idx}).CatchUp(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := idx.docs[ids[tt.cursor+1]].Context; got != tt.want {
+				t.Errorf("context after the restart = %q, want %q", got, tt.want)
+			}
+			if diff := cmp.Diff([]int{window}, tc.tails); diff != "" {
+				t.Errorf("records read back (-want +got):\n%s", diff)
+			}
+			if len(idx.docs) != total {
+				t.Errorf("%d documents, want %d", len(idx.docs), total)
+			}
+		})
+	}
+	t.Run("no context wanted reads nothing back", func(t *testing.T) {
+		j := openJournal(t)
+		idx := newMemIndex()
+		add(t, j, turn(0))
+		if err := New(Options{Journal: j, Index: idx}).CatchUp(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		add(t, j, turn(1))
+		tc := &tailCounter{Journal: j}
+		if err := New(Options{Journal: tc, Index: idx, ContextTurns: -1}).CatchUp(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if len(tc.tails) != 0 || len(idx.docs) != 2 {
+			t.Errorf("Tail calls %v, %d documents", tc.tails, len(idx.docs))
+		}
+	})
+}
+
+// scanOnly is a journal that cannot be read backwards.
+type scanOnly struct{ j *journal.Journal }
+
+func (s scanOnly) ScanAfter(ctx context.Context, id string, fn func(journal.Record) error) error {
+	return s.j.ScanAfter(ctx, id, fn)
+}
+
+func TestRestartWithoutContext(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	j, err := journal.Open(t.TempDir(), journal.Options{Now: func() time.Time {
+		now = now.Add(time.Second) // only the writer goroutine calls it
+		return now
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	ctx := context.Background()
+	idx := newMemIndex()
+	ids := add(t, j, journal.Record{Role: "user", Text: "one"}, journal.Record{Role: "agent", Text: "two"})
+	if err := New(Options{Journal: j, Index: idx}).CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("the cursor's record is gone", func(t *testing.T) {
+		// A cursor between two records, as if its record had been cut
+		// from the journal by hand.
+		var gone ulid.ULID
+		if err := gone.SetTime(ulid.MustParseStrict(ids[1]).Time() + 500); err != nil {
+			t.Fatal(err)
+		}
+		if err := idx.SetMeta(ctx, MetaCursor, gone.String()); err != nil {
+			t.Fatal(err)
+		}
+		next := add(t, j, journal.Record{Role: "user", Text: "three"})
+		var logs strings.Builder
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		if err := New(Options{Journal: j, Index: idx, Log: log}).CatchUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		d, ok := idx.docs[next[0]]
+		if !ok || d.Context != "" {
+			t.Errorf("indexed %v, context %q; want no context", ok, d.Context)
+		}
+		if !strings.Contains(logs.String(), "level=DEBUG") || !strings.Contains(logs.String(), gone.String()) {
+			t.Errorf("logs = %q, want a debug line naming the cursor", logs.String())
+		}
+	})
+	t.Run("the journal cannot be read backwards", func(t *testing.T) {
+		next := add(t, j, journal.Record{Role: "user", Text: "four"})
+		if err := New(Options{Journal: scanOnly{j}, Index: idx}).CatchUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := idx.docs[next[0]]; !ok || d.Context != "" {
+			t.Errorf("indexed %v, context %q; want no context", ok, d.Context)
+		}
+	})
 }
