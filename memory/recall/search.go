@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // VectorStore is implemented by indexes that can hand back the vectors
@@ -39,11 +41,13 @@ type SearchOptions struct {
 	// rankings it appears in, of (RRFK+1)/(RRFK+rank) — 1 at rank 1 —
 	// plus RecencyWeight·2^(-age/RecencyHalfLife), SalienceWeight·Salience,
 	// DateWeight when it is about a date window the query names (About),
-	// and SpeakerWeight when the query names its role (its speaker).
+	// TimeWeight when the query asks when (AsksWhen) and it names a time
+	// other than the day it was said ("yesterday", "last May"), and
+	// SpeakerWeight when the query names its role (its speaker).
 	// RerankWeight weighs the Reranker's ranking of the best RerankDepth
 	// candidates (at least K), fused the same way.
 	LexicalWeight, VectorWeight, RecencyWeight, SalienceWeight float64
-	DateWeight, SpeakerWeight, RerankWeight                    float64
+	DateWeight, TimeWeight, SpeakerWeight, RerankWeight        float64
 	RerankDepth                                                int // default 200
 
 	RecencyHalfLife time.Duration // default 30 days
@@ -82,6 +86,7 @@ func DefaultSearchOptions() SearchOptions {
 		RecencyWeight:   0.02,
 		SalienceWeight:  0.05,
 		DateWeight:      0.3,
+		TimeWeight:      0.2,
 		SpeakerWeight:   0,
 		RerankWeight:    0.6,
 		RerankDepth:     200,
@@ -95,10 +100,10 @@ func DefaultSearchOptions() SearchOptions {
 func (o SearchOptions) resolved() SearchOptions {
 	d := DefaultSearchOptions()
 	if o.LexicalWeight == 0 && o.VectorWeight == 0 && o.RecencyWeight == 0 && o.SalienceWeight == 0 &&
-		o.DateWeight == 0 && o.SpeakerWeight == 0 && o.RerankWeight == 0 && o.MMRLambda == 0 {
+		o.DateWeight == 0 && o.TimeWeight == 0 && o.SpeakerWeight == 0 && o.RerankWeight == 0 && o.MMRLambda == 0 {
 		o.LexicalWeight, o.VectorWeight, o.RecencyWeight = d.LexicalWeight, d.VectorWeight, d.RecencyWeight
 		o.SalienceWeight, o.DateWeight, o.MMRLambda = d.SalienceWeight, d.DateWeight, d.MMRLambda
-		o.SpeakerWeight, o.RerankWeight = d.SpeakerWeight, d.RerankWeight
+		o.TimeWeight, o.SpeakerWeight, o.RerankWeight = d.TimeWeight, d.SpeakerWeight, d.RerankWeight
 	}
 	if o.RerankDepth <= 0 {
 		o.RerankDepth = d.RerankDepth
@@ -148,6 +153,9 @@ type Hit struct {
 	// InWindow reports that the document is about the date window the
 	// query names (see ParseDateWindow and About).
 	InWindow bool
+	// Timed reports that the query asks when and the document names a
+	// time (TimeWeight).
+	Timed bool
 	// Speaker reports that the query names the document's role.
 	Speaker bool
 	// Rerank is the Reranker's score, when it ranked the document.
@@ -208,6 +216,34 @@ func About(d Doc, w Window) bool {
 	span := max(maxMentionSpan, w.Until.Sub(w.Since))
 	for _, m := range DateMentions(d.Text, d.TS) {
 		if m.Until.Sub(m.Since) <= span && m.Overlaps(w) {
+			return true
+		}
+	}
+	return false
+}
+
+// AsksWhen reports whether a question asks for a time: it starts with
+// "when", or asks "what date", "what time", "what day", "which day", "what
+// year", "what month", "how long ago".
+func AsksWhen(query string) bool {
+	words := strings.FieldsFunc(strings.ToLower(query), func(r rune) bool { return !unicode.IsLetter(r) })
+	if len(words) > 0 && words[0] == "when" {
+		return true
+	}
+	for i := 1; i < len(words); i++ {
+		switch words[i-1] + " " + words[i] {
+		case "what date", "what time", "what day", "which day", "what year", "what month", "which year", "which month", "long ago":
+			return true
+		}
+	}
+	return false
+}
+
+// namesOtherTime reports whether d's text names a time other than the day
+// it was said: a turn that can answer "when".
+func namesOtherTime(d Doc) bool {
+	for _, m := range DateMentions(d.Text, d.TS) {
+		if !m.Contains(d.TS) {
 			return true
 		}
 	}
@@ -423,11 +459,16 @@ func (s *Searcher) Search(ctx context.Context, q Query) ([]Hit, error) {
 		}
 	}
 	named := namedRoles(q.Text)
+	asksWhen := AsksWhen(q.Text)
 	for _, c := range cands {
 		d := c.hit.Doc
 		c.hit.Score = c.fused + o.RecencyWeight*c.hit.Recency + o.SalienceWeight*float64(d.Salience)
 		if c.hit.InWindow {
 			c.hit.Score += o.DateWeight
+		}
+		if asksWhen && o.TimeWeight > 0 && namesOtherTime(d) {
+			c.hit.Timed = true
+			c.hit.Score += o.TimeWeight
 		}
 		if named(d.Role) {
 			c.hit.Speaker = true

@@ -734,3 +734,70 @@ func TestSpeaker(t *testing.T) {
 		}
 	})
 }
+
+func TestAsksWhen(t *testing.T) {
+	tests := []struct {
+		q    string
+		want bool
+	}{
+		{"When did Caroline go to the support group?", true},
+		{"when is my dentist appointment", true},
+		{"What date was the concert?", true},
+		{"At what time did you wake up?", true},
+		{"Which day did we meet?", true},
+		{"How long ago did I move?", true},
+		{"In what year did she graduate?", true},
+		{"What did Caroline paint?", false},
+		{"Tell me about the time we met", false},
+		{"whenever you like", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := AsksWhen(tt.q); got != tt.want {
+			t.Errorf("AsksWhen(%q) = %v, want %v", tt.q, got, tt.want)
+		}
+	}
+}
+
+// TestTimeWeight: a question asking when prefers, among equals, the turn
+// that names a time other than the day it was said.
+func TestTimeWeight(t *testing.T) {
+	said := time.Date(2024, 5, 16, 15, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		query  string
+		b      string // b's text; a's names no time
+		weight float64
+		want   []string
+		timed  bool
+	}{
+		{"when, b names yesterday", "When did I go bowling?", "yesterday I went bowling", 0.2, []string{"b", "a"}, true},
+		{"when, b names a month", "When did I go bowling?", "I went bowling last May", 0.2, []string{"b", "a"}, true},
+		{"when, b names only its own day", "When did I go bowling?", "today I went bowling", 0.2, []string{"a", "b"}, false},
+		{"not asking when", "Did I go bowling?", "yesterday I went bowling", 0.2, []string{"a", "b"}, false},
+		{"weight 0", "When did I go bowling?", "yesterday I went bowling", 0, []string{"a", "b"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ix := &fixedIndex{lex: ranked("a", "b"), docs: map[string]Doc{
+				"a": {ID: "a", Text: "I went bowling", TS: said},
+				"b": {ID: "b", Text: tt.b, TS: said},
+			}}
+			o := fusionOnly(1, 0, 10)
+			o.TimeWeight = tt.weight
+			s := &Searcher{Index: ix, Opts: o}
+			hits, err := s.Search(context.Background(), Query{Text: tt.query, At: said})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, hitIDs(hits)); diff != "" {
+				t.Fatalf("order mismatch (-want +got):\n%s", diff)
+			}
+			for _, h := range hits {
+				if h.Doc.ID == "b" && h.Timed != tt.timed {
+					t.Errorf("b.Timed = %v, want %v", h.Timed, tt.timed)
+				}
+			}
+		})
+	}
+}
