@@ -61,13 +61,14 @@ type SearchOptions struct {
 // 1–4, 1,536 questions, embedded index, wink SIF word vectors; turn
 // recall@10; bench/README.md has the full tables):
 //
-//	hybrid, defaults                              0.769
+//	hybrid, defaults                              0.772
+//	  time weight 0                               0.769
 //	  rerank weight 0 (no reranking)              0.744
 //	  vector 0.6, rerank 0.5                      0.759
 //	  RRFK 60, weights 1 : 1, no reranking        0.596 (session 1)
 //	  speaker weight 0.3                          0.779, adversarial 0.908 → 0.828
-//	lexical only                                  0.728
-//	vector only                                   0.460
+//	lexical only                                  0.730
+//	vector only                                   0.484
 //
 // With word vectors much weaker than BM25, a small RRF k makes the top of
 // each list count and a lower vector weight keeps the vector side from
