@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mnemo/mnemo/hearth/tools"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory/journal"
 )
@@ -219,10 +220,15 @@ func (h *Hearth) search(c *client, m *ipc.Search, reply func(ipc.Msg)) {
 	if k <= 0 || k > maxSearchResults {
 		k = defaultSearchResults
 	}
+	req := tools.SearchRequest{Query: m.Query, K: k, Roles: m.Roles, Kinds: m.Kinds, Since: m.Since, Until: m.Until}
+	if err := req.Validate(); err != nil {
+		reply(&ipc.Error{Code: ipc.CodeBadRequest, Message: "search: " + err.Error(), Ref: m.Ref})
+		return
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), searchTimeout)
 		defer cancel()
-		hits, err := h.cfg.Search(ctx, m.Query, k)
+		hits, err := h.cfg.Search(ctx, req)
 		if err != nil {
 			h.log.Warn("search failed", "err", err)
 			reply(&ipc.Error{Code: ipc.CodeInternal, Message: "memory search failed; details are in hearth's log", Ref: m.Ref})
@@ -232,7 +238,10 @@ func (h *Hearth) search(c *client, m *ipc.Search, reply func(ipc.Msg)) {
 		for _, hit := range hits {
 			t := ipc.Turn{ID: hit.ID, Role: hit.Role, TS: hit.TS}
 			t.Content, t.Truncated = cut(hit.Text, maxSearchSnippet)
-			res.Results = append(res.Results, ipc.SearchHit{Turn: t, Score: hit.Score})
+			s := ipc.SearchHit{Turn: t, Score: hit.Score, Kind: hit.Kind}
+			s.Session, _ = cut(hit.Session, maxSearchField)
+			s.Channel, _ = cut(hit.Channel, maxSearchField)
+			res.Results = append(res.Results, s)
 		}
 		reply(res)
 	}()
@@ -242,6 +251,7 @@ const (
 	defaultSearchResults = 10
 	maxSearchResults     = 50
 	maxSearchSnippet     = 4 << 10
+	maxSearchField       = 256 // a hit's session or channel
 	searchTimeout        = 10 * time.Second
 )
 

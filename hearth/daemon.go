@@ -126,9 +126,7 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 	// load) while hearth already serves, retrying while its backend is
 	// unreachable; until it is up, and if its configuration is wrong,
 	// memory search falls back to keywords over the journal.
-	keyword := tools.KeywordSearch(func(ctx context.Context, fn func(tools.Rec) error) error {
-		return j.Scan(ctx, func(r journal.Record) error { return fn(toolRec(r)) })
-	})
+	keyword := journalKeywordSearch(j)
 	recallCtx, stopRecall := context.WithCancel(ctx)
 	lr := &lateRecall{keyword: keyword, backend: recallBackend(o), embedder: embedderKind(o)}
 	recallDone := make(chan struct{})
@@ -322,8 +320,31 @@ func defaultGatewayPath() (string, error) {
 	return filepath.Join(dir, "mnemo", "gateway.json"), nil
 }
 
+// journalKeywordSearch is memory search by keywords over the journal,
+// with the same filters and provenance as recall: the fallback while
+// recall is not open.
+func journalKeywordSearch(j *journal.Journal) tools.SearchFunc {
+	return tools.KeywordSearch(func(ctx context.Context, fn func(tools.Rec) error) error {
+		return j.Scan(ctx, func(r journal.Record) error { return fn(toolRec(r)) })
+	})
+}
+
+// toolRec is a journal record as the built-in tools see it, with the
+// provenance recall gives its documents (indexer.Docs): kind "tool" and
+// the tool's name as channel for a tool record, else kind "turn" and
+// channel "chat" or "voice"; the session is the conversation.
 func toolRec(r journal.Record) tools.Rec {
-	return tools.Rec{ID: r.ID, Role: r.Role, Text: r.Text, TS: r.TS}
+	rec := tools.Rec{ID: r.ID, Role: r.Role, Text: r.Text, TS: r.TS, Kind: tools.KindTurn, Channel: "chat", Session: conversationID}
+	switch {
+	case r.Role == ipc.RoleTool:
+		rec.Kind, rec.Channel = tools.KindTool, ""
+		if r.Tool != nil {
+			rec.Channel = r.Tool.Name
+		}
+	case r.Mode == ipc.ModeVoice:
+		rec.Channel = "voice"
+	}
+	return rec
 }
 
 func embedderName(e recall.Embedder) string {

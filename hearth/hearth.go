@@ -63,8 +63,9 @@ type Config struct {
 	// IndexHealth reports the recall indexer's progress; nil when recall
 	// is off.
 	IndexHealth func() *ipc.IndexHealth
-	// Search answers clients' search requests; nil means unavailable.
-	Search func(ctx context.Context, query string, k int) ([]tools.Hit, error)
+	// Search answers clients' search requests, applying the request's
+	// filters (validated, K within bounds); nil means unavailable.
+	Search func(ctx context.Context, req tools.SearchRequest) ([]tools.Hit, error)
 	// Context returns the system messages injected at the start of every
 	// session (AGENT.md, the continuity anchor). It is called before the
 	// first turn of each hearth session; nil injects nothing.

@@ -197,17 +197,25 @@ func newEmbedder(o DaemonOptions, log *slog.Logger) (recall.Embedder, error) {
 }
 
 // search answers memory_search and clients' searches with hybrid
-// retrieval.
-func (rs *recallSystem) search(ctx context.Context, query string, k int) ([]tools.Hit, error) {
-	hits, err := rs.searcher.Search(ctx, recall.Query{Text: query, K: k})
+// retrieval, req's filters applied by the index.
+func (rs *recallSystem) search(ctx context.Context, req tools.SearchRequest) ([]tools.Hit, error) {
+	hits, err := rs.searcher.Search(ctx, recall.Query{Text: req.Query, K: req.K, Filter: searchFilter(req)})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]tools.Hit, len(hits))
 	for i, h := range hits {
-		out[i] = tools.Hit{ID: h.Doc.ID, Role: h.Doc.Role, Text: h.Doc.Text, TS: h.Doc.TS, Score: h.Score}
+		d := h.Doc
+		out[i] = tools.Hit{ID: d.ID, Kind: d.Kind, Role: d.Role, Session: d.Session, Channel: d.Channel, Text: d.Text, TS: d.TS, Score: h.Score}
 	}
 	return out, nil
+}
+
+// searchFilter is req's filters as recall's: the roles and kinds are the
+// same words (a tool document has role "tool" and kind "tool"), and both
+// time ranges include Since and exclude Until.
+func searchFilter(req tools.SearchRequest) recall.Filter {
+	return recall.Filter{Kinds: req.Kinds, Roles: req.Roles, Since: req.Since, Until: req.Until}
 }
 
 // memoryTimeout bounds how long a turn waits for relevant memories: the
@@ -324,8 +332,10 @@ func (rs *recallSystem) health() *ipc.IndexHealth {
 // lateRecall is the recall system once it is open; before that (or when
 // it could not open) search falls back to keywords and nothing is injected.
 type lateRecall struct {
-	rs      atomic.Pointer[recallSystem]
-	keyword func(ctx context.Context, query string, k int) ([]tools.Hit, error)
+	rs atomic.Pointer[recallSystem]
+	// keyword is the fallback search, over the journal: it honours the
+	// same filters.
+	keyword tools.SearchFunc
 	// down is what health reports while recall is not open, once an
 	// attempt to open it failed.
 	down atomic.Pointer[ipc.IndexHealth]
@@ -413,11 +423,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func (l *lateRecall) search(ctx context.Context, query string, k int) ([]tools.Hit, error) {
+// search goes to recall once it is open, to the keyword fallback until
+// then; both apply req's filters.
+func (l *lateRecall) search(ctx context.Context, req tools.SearchRequest) ([]tools.Hit, error) {
 	if rs := l.rs.Load(); rs != nil {
-		return rs.search(ctx, query, k)
+		return rs.search(ctx, req)
 	}
-	return l.keyword(ctx, query, k)
+	return l.keyword(ctx, req)
 }
 
 func (l *lateRecall) memories(ctx context.Context, req MemoryRequest) string {

@@ -230,7 +230,7 @@ func TestRecallRetriesUntilItOpens(t *testing.T) {
 	secret := errors.New("dial tcp 10.1.2.3:6334: connection refused (api-key sk-secret)")
 	opener := &scriptedOpener{rs: rs, err: fmt.Errorf("qdrant at 10.1.2.3:6334: %w", secret), failures: 3, turn: make(chan struct{})}
 	var keywordCalls atomic.Int32
-	lr := &lateRecall{backend: "qdrant", embedder: "wordvec", keyword: func(ctx context.Context, q string, k int) ([]tools.Hit, error) {
+	lr := &lateRecall{backend: "qdrant", embedder: "wordvec", keyword: func(ctx context.Context, req tools.SearchRequest) ([]tools.Hit, error) {
 		keywordCalls.Add(1)
 		return []tools.Hit{{ID: "kw", Text: "keyword hit"}}, nil
 	}}
@@ -256,7 +256,7 @@ func TestRecallRetriesUntilItOpens(t *testing.T) {
 				t.Errorf("health leaks %q: %q", leak, h.Failing)
 			}
 		}
-		hits, err := lr.search(ctx, "tomatoes", 5)
+		hits, err := lr.search(ctx, tools.SearchRequest{Query: "tomatoes", K: 5})
 		if err != nil || len(hits) != 1 || hits[0].ID != "kw" {
 			t.Errorf("search while unavailable = %+v, %v, want the keyword fallback", hits, err)
 		}
@@ -273,7 +273,7 @@ func TestRecallRetriesUntilItOpens(t *testing.T) {
 		t.Errorf("health once open = %+v, want the index's own, healthy", h)
 	}
 	before := keywordCalls.Load()
-	hits, err := lr.search(ctx, "tomatoes", 5)
+	hits, err := lr.search(ctx, tools.SearchRequest{Query: "tomatoes", K: 5})
 	if err != nil || len(hits) != 1 || hits[0].ID != "r1" {
 		t.Errorf("search once open = %+v, %v, want the recall hit", hits, err)
 	}

@@ -264,11 +264,11 @@ func TestContextOverflowError(t *testing.T) {
 
 func TestSearch(t *testing.T) {
 	th := startHearth(t, "", func(c *Config) {
-		c.Search = func(_ context.Context, q string, k int) ([]tools.Hit, error) {
-			if q == "boom" {
+		c.Search = func(_ context.Context, req tools.SearchRequest) ([]tools.Hit, error) {
+			if req.Query == "boom" {
 				return nil, errors.New("/var/lib/index corrupt")
 			}
-			return []tools.Hit{{ID: "1", Role: "user", Text: "about " + q, Score: float64(k)}}, nil
+			return []tools.Hit{{ID: "1", Role: "user", Text: "about " + req.Query, Score: float64(req.K)}}, nil
 		}
 	})
 	c := dial(t, th.addr)

@@ -70,8 +70,8 @@ var samples = []struct {
 	{ipc.TypeCancel, &ipc.Cancel{Ref: "c1"}},
 	{ipc.TypeConfirmRequest, &ipc.ConfirmRequest{ID: "call_2", Name: "fs_write", Arguments: map[string]any{"path": "notes.md"}, Reason: "save the list", Effect: "writes_local", ExpiresAt: ts2}},
 	{ipc.TypeConfirm, &ipc.Confirm{ID: "call_2", Approve: true}},
-	{ipc.TypeSearch, &ipc.Search{Query: "garden", K: 5, Ref: "s1"}},
-	{ipc.TypeSearchResults, &ipc.SearchResults{Ref: "s1", Results: []ipc.SearchHit{{Turn: t1, Score: 2.5}}}},
+	{ipc.TypeSearch, &ipc.Search{Query: "garden", K: 5, Roles: []string{ipc.RoleUser, ipc.RoleAgent}, Kinds: []string{ipc.KindTurn}, Since: ts1, Until: ts2, Ref: "s1"}},
+	{ipc.TypeSearchResults, &ipc.SearchResults{Ref: "s1", Results: []ipc.SearchHit{{Turn: t1, Score: 2.5, Kind: ipc.KindTurn, Session: "main", Channel: "chat"}}}},
 	{ipc.TypeHealth, &ipc.Health{Ref: "h1"}},
 	{ipc.TypeHealthReport, &ipc.HealthReport{Ref: "h1", State: ipc.StateIdle, Clients: 2, Provider: "xai", Model: "grok-4.3",
 		Index: &ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec:wink-sg100d:100000", Indexed: 120, LagMS: 1500, Failures: 2, Failing: "indexing is failing; retrying", Unavailable: true}}},
@@ -175,6 +175,11 @@ func TestEncodeEmpty(t *testing.T) {
 		{&ipc.Ping{}, `{"type":"ping"}` + "\n"},
 		{&ipc.Pong{}, `{"type":"pong"}` + "\n"},
 		{&ipc.Token{}, `{"type":"token","content":""}` + "\n"},
+		// Filters and provenance are optional: without them the lines are
+		// those of hearths and clients before them.
+		{&ipc.Search{Query: "q"}, `{"type":"search","query":"q"}` + "\n"},
+		{&ipc.Search{Query: "q", Roles: []string{}, Kinds: []string{}}, `{"type":"search","query":"q"}` + "\n"},
+		{&ipc.SearchResults{Results: []ipc.SearchHit{{Turn: ipc.Turn{ID: "1"}, Score: 1}}}, `{"type":"search_results","results":[{"turn":{"id":"1","role":"","content":"","ts":"0001-01-01T00:00:00Z","mode":""},"score":1}]}` + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.msg.Type(), func(t *testing.T) {
@@ -232,6 +237,16 @@ var decodeCases = []struct {
 	{name: "history", line: `{"type":"history","turns":[{"id":"1","role":"user","content":"hi","ts":"2025-03-14T15:09:26Z","mode":"text"}],"server":"hearth/0.1.0","protocol":1,"conversation_id":"main"}`,
 		want: &ipc.History{Turns: []ipc.Turn{{ID: "1", Role: "user", Content: "hi", TS: time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC), Mode: "text"}}, Server: "hearth/0.1.0", Protocol: 1, ConversationID: "main"}},
 
+	{name: "search from an older client", line: `{"type":"search","query":"garden","k":5,"ref":"s1"}`, want: &ipc.Search{Query: "garden", K: 5, Ref: "s1"}},
+	{name: "search with filters", line: `{"type":"search","query":"garden","roles":["user"],"kinds":["turn","tool"],"since":"2026-01-01T00:00:00Z","until":"2026-02-01T00:00:00+01:00"}`,
+		want: &ipc.Search{Query: "garden", Roles: []string{"user"}, Kinds: []string{"turn", "tool"}, Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 2, 1, 0, 0, 0, 0, time.FixedZone("", 3600))}},
+	{name: "search with empty lists", line: `{"type":"search","query":"q","roles":[],"kinds":[]}`, want: &ipc.Search{Query: "q", Roles: []string{}, Kinds: []string{}}},
+	{name: "search with null filters", line: `{"type":"search","query":"garden","roles":null,"kinds":null,"since":null,"until":null}`, want: &ipc.Search{Query: "garden"}},
+	{name: "search_results from an older hearth", line: `{"type":"search_results","ref":"s1","results":[{"turn":{"id":"1","role":"user","content":"hi","ts":"2025-03-14T15:09:26Z","mode":"text"},"score":2.5}]}`,
+		want: &ipc.SearchResults{Ref: "s1", Results: []ipc.SearchHit{{Turn: ipc.Turn{ID: "1", Role: "user", Content: "hi", TS: time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC), Mode: "text"}, Score: 2.5}}}},
+	{name: "search_results with provenance", line: `{"type":"search_results","results":[{"turn":{"id":"1#2","role":"tool","content":"rain","ts":"2025-03-14T15:09:26Z","mode":"text"},"score":0.5,"kind":"tool","session":"main","channel":"weather"}]}`,
+		want: &ipc.SearchResults{Results: []ipc.SearchHit{{Turn: ipc.Turn{ID: "1#2", Role: "tool", Content: "rain", TS: time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC), Mode: "text"}, Score: 0.5, Kind: "tool", Session: "main", Channel: "weather"}}}},
+
 	{name: "empty line", line: ``, wantErr: &ipc.SyntaxError{}, errText: "invalid JSON"},
 	{name: "not json", line: `hello`, wantErr: &ipc.SyntaxError{}, errText: "invalid JSON"},
 	{name: "truncated", line: `{"type":"token","content":"He`, wantErr: &ipc.SyntaxError{}, errText: "invalid JSON"},
@@ -256,6 +271,11 @@ var decodeCases = []struct {
 	{name: "string protocol", line: `{"type":"connect","token":"x","protocol":"1"}`, wantErr: &ipc.SyntaxError{Type: "connect"}, errText: "protocol"},
 	{name: "bad time", line: `{"type":"turn","turn":{"ts":"yesterday"}}`, wantErr: &ipc.SyntaxError{Type: "turn"}, errText: "invalid field"},
 	{name: "time not a string", line: `{"type":"voice_credential","expires_at":5}`, wantErr: &ipc.SyntaxError{Type: "voice_credential"}},
+	{name: "search roles not a list", line: `{"type":"search","query":"q","roles":"user"}`, wantErr: &ipc.SyntaxError{Type: "search"}, errText: `"roles"`},
+	{name: "search kinds of numbers", line: `{"type":"search","query":"q","kinds":[1]}`, wantErr: &ipc.SyntaxError{Type: "search"}, errText: "kinds"},
+	{name: "search since a date only", line: `{"type":"search","query":"q","since":"2026-01-01"}`, wantErr: &ipc.SyntaxError{Type: "search"}, errText: "invalid field"},
+	{name: "search until not a string", line: `{"type":"search","query":"q","until":20260101}`, wantErr: &ipc.SyntaxError{Type: "search"}, errText: "invalid field"},
+	{name: "search hit kind not a string", line: `{"type":"search_results","results":[{"turn":{},"score":1,"kind":2}]}`, wantErr: &ipc.SyntaxError{Type: "search_results"}, errText: "kind"},
 	{name: "unknown type", line: `{"type":"teleport","to":"mars"}`, wantErr: &ipc.UnknownTypeError{Type: "teleport"}, errText: `"teleport"`},
 	{name: "types are case sensitive", line: `{"type":"TOKEN","content":"x"}`, wantErr: &ipc.UnknownTypeError{Type: "TOKEN"}},
 	{name: "unknown type with bad fields", line: `{"type":"teleport","to":[}`, wantErr: &ipc.SyntaxError{}},

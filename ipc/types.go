@@ -310,27 +310,50 @@ type Confirm struct {
 	Approve bool   `json:"approve"`
 }
 
-// Search asks hearth's memory for turns matching Query.
+// Kinds of a search hit, and of the records a Search may be narrowed to.
+const (
+	KindTurn = "turn" // a conversation turn (user or agent, text or voice)
+	KindTool = "tool" // a tool result, or a memory the agent kept
+)
+
+// Search asks hearth's memory for turns matching Query. The filters are
+// optional and combine: Roles and Kinds keep records with any of the
+// values listed (roles "user", "agent", "tool"; kinds KindTurn,
+// KindTool); Since keeps records from that time on, Until those before
+// it. Unknown roles or kinds, or Since not before Until, are a
+// bad_request error.
 //
 //	{"type":"search","query":"garden plans","k":10,"ref":"s1"}
+//	{"type":"search","query":"garden","roles":["user"],"kinds":["turn"],"since":"2026-01-01T00:00:00Z","until":"2026-02-01T00:00:00Z","ref":"s2"}
 type Search struct {
-	Query string `json:"query"`
-	K     int    `json:"k,omitempty"` // 0 means hearth's default
-	Ref   string `json:"ref,omitempty"`
+	Query string    `json:"query"`
+	K     int       `json:"k,omitempty"` // 0 means hearth's default
+	Roles []string  `json:"roles,omitempty"`
+	Kinds []string  `json:"kinds,omitempty"`
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+	Ref   string    `json:"ref,omitempty"`
 }
 
 // SearchResults answers Search, best first.
 //
-//	{"type":"search_results","ref":"s1","results":[{"turn":{…},"score":3.2}]}
+//	{"type":"search_results","ref":"s1","results":[{"turn":{…},"score":3.2,"kind":"turn","session":"main","channel":"chat"}]}
 type SearchResults struct {
 	Ref     string      `json:"ref,omitempty"`
 	Results []SearchHit `json:"results"`
 }
 
-// SearchHit is one found turn with its score (higher is better).
+// SearchHit is one found turn with its score (higher is better) and its
+// provenance: its Kind, the conversation it belongs to (Session) and
+// where it came from (Channel: "chat", "voice" or a tool's name). Turn.ID
+// is the journal record's id, or "<id>#<n>" for part of a long record.
+// Hearths before the provenance fields leave them out.
 type SearchHit struct {
-	Turn  Turn    `json:"turn"`
-	Score float64 `json:"score"`
+	Turn    Turn    `json:"turn"`
+	Score   float64 `json:"score"`
+	Kind    string  `json:"kind,omitempty"`
+	Session string  `json:"session,omitempty"`
+	Channel string  `json:"channel,omitempty"`
 }
 
 // Health asks hearth how it is doing.

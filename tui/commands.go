@@ -1,9 +1,12 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -21,7 +24,7 @@ var commands = []command{
 	{"/help", "", "keys and commands"},
 	{"/clear", "", "clear the view (hearth keeps the conversation)"},
 	{"/history", "[N]", "show the last N messages (all without N)"},
-	{"/search", "<query>", "search memory"},
+	{"/search", "<query>", "search memory; filter with role: kind: since: until:"},
 	{"/model", "", "show the provider and model"},
 	{"/cancel", "", "stop the reply in flight (esc)"},
 	{"/tools", "", "toggle the tool panel (ctrl+t)"},
@@ -123,12 +126,18 @@ func (m *Model) runCommand(line string) tea.Cmd {
 			m.flashErr("usage: /search <query>")
 			return nil
 		}
+		req, err := parseSearch(arg, m.loc)
+		if err != nil {
+			m.flashErr(err.Error())
+			return nil
+		}
 		ref := m.ref()
+		req.K, req.Ref = 10, ref
 		m.requests[ref] = "search"
 		m.noteFeature("search")
 		m.search = searchState{ref: ref, query: arg, waiting: true}
 		m.overlay = overlaySearch
-		m.backend.Send(&ipc.Search{Query: arg, K: 10, Ref: ref})
+		m.backend.Send(req)
 	case "/model":
 		m.chat.notice(levelInfo, m.modelLine())
 	case "/cancel":
@@ -166,4 +175,80 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// searchUsage explains /search's filters.
+const searchUsage = "usage: /search [role:user,agent,tool] [kind:turn|tool] [since:YYYY-MM-DD] [until:YYYY-MM-DD] <query>"
+
+// parseSearch reads /search's argument: the words role:, kind:, since:
+// and until: anywhere in it are filters, the other words the query.
+// role and kind take one value or several separated by commas; since and
+// until a date YYYY-MM-DD (a day in loc: since from its start, until
+// through its end) or an RFC 3339 time.
+func parseSearch(arg string, loc *time.Location) (*ipc.Search, error) {
+	req := &ipc.Search{}
+	var words []string
+	for _, w := range strings.Fields(arg) {
+		key, v, ok := strings.Cut(w, ":")
+		key = strings.ToLower(key)
+		if !ok || !slices.Contains([]string{"role", "kind", "since", "until"}, key) {
+			words = append(words, w)
+			continue
+		}
+		if v == "" {
+			return nil, fmt.Errorf("%s: needs a value · %s", key, searchUsage)
+		}
+		var err error
+		switch key {
+		case "role":
+			req.Roles, err = searchValues(req.Roles, key, v, ipc.RoleUser, ipc.RoleAgent, ipc.RoleTool)
+		case "kind":
+			req.Kinds, err = searchValues(req.Kinds, key, v, ipc.KindTurn, ipc.KindTool)
+		case "since":
+			req.Since, err = searchTime(key, v, loc, false)
+		case "until":
+			req.Until, err = searchTime(key, v, loc, true)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !req.Since.IsZero() && !req.Until.IsZero() && !req.Since.Before(req.Until) {
+		return nil, errors.New("since must be before until: nothing can match")
+	}
+	req.Query = strings.Join(words, " ")
+	if req.Query == "" {
+		return nil, errors.New(searchUsage)
+	}
+	return req, nil
+}
+
+// searchValues adds the comma-separated values v of a filter to have,
+// each one of allowed.
+func searchValues(have []string, key, v string, allowed ...string) ([]string, error) {
+	for _, x := range strings.Split(strings.ToLower(v), ",") {
+		if !slices.Contains(allowed, x) {
+			return nil, fmt.Errorf("%s:%s is not one of %s", key, shortText(x, 20), strings.Join(allowed, ", "))
+		}
+		if !slices.Contains(have, x) {
+			have = append(have, x)
+		}
+	}
+	return have, nil
+}
+
+// searchTime reads a since: or until: value: a day in loc (for until, the
+// start of the next day) or an RFC 3339 time.
+func searchTime(key, v string, loc *time.Location, endOfDay bool) (time.Time, error) {
+	if d, err := time.ParseInLocation(time.DateOnly, v, loc); err == nil {
+		if endOfDay {
+			d = d.AddDate(0, 0, 1)
+		}
+		return d, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s:%s is not a date: use YYYY-MM-DD or an RFC 3339 time", key, shortText(v, 30))
+	}
+	return t, nil
 }

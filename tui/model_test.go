@@ -10,6 +10,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/mnemo/mnemo/ipc"
 )
@@ -301,6 +302,28 @@ func TestSlashCommands(t *testing.T) {
 		}},
 		{"search empty", "/search", false, func(t *testing.T, hs *harness, _ tea.Cmd) {
 			hs.wantScreen("usage: /search <query>")
+		}},
+		{"search with filters", "/search role:user since:2026-11-01 garden plans", false, func(t *testing.T, hs *harness, _ tea.Cmd) {
+			s := sentOf[*ipc.Search](hs.be)
+			want := &ipc.Search{Query: "garden plans", K: 10, Roles: []string{ipc.RoleUser}, Since: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}
+			if len(s) != 1 || s[0].Ref == "" {
+				t.Fatalf("sent %+v", s)
+			}
+			want.Ref = s[0].Ref
+			if diff := cmp.Diff(want, s[0]); diff != "" {
+				t.Errorf("sent (-want +got):\n%s", diff)
+			}
+			hs.wantScreen("search: role:user since:2026-11-01 garden")
+			tool := ipc.Turn{ID: tid(9), Role: ipc.RoleTool, Content: "rain for the garden", TS: epoch, Mode: ipc.ModeText}
+			hs.send(&ipc.SearchResults{Ref: s[0].Ref, Results: []ipc.SearchHit{{Turn: turns[2], Score: 3.2, Kind: ipc.KindTurn, Channel: "chat"}, {Turn: tool, Score: 1.5, Kind: ipc.KindTool, Channel: "weather"}}})
+			hs.wantScreen("tool weather")
+			hs.wantScreen("rain for the garden")
+		}},
+		{"search bad filter", "/search role:bot garden", false, func(t *testing.T, hs *harness, _ tea.Cmd) {
+			hs.wantScreen("role:bot is not one of user, agent, tool")
+			if s := sentOf[*ipc.Search](hs.be); len(s) != 0 {
+				t.Errorf("sent %+v despite the bad filter", s)
+			}
 		}},
 		{"model", "/model", false, func(t *testing.T, hs *harness, _ tea.Cmd) {
 			hs.wantScreen("provider xai · model grok-4.3 · hearth/0.1.0")

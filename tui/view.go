@@ -329,8 +329,11 @@ func (m *Model) searchView(rc *renderCtx, w, h int) []string {
 	for i, hit := range s.hits {
 		t := hit.Turn
 		who := m.st.agentLabel.Render("mnemo")
-		if t.Role == ipc.RoleUser {
+		switch {
+		case t.Role == ipc.RoleUser:
 			who = m.st.userLabel.Render("you")
+		case t.Role == ipc.RoleTool || hit.Kind == ipc.KindTool:
+			who = m.st.toolName.Render(strings.TrimSpace("tool " + shortText(sanitize(hit.Channel), 30)))
 		}
 		meta := m.st.dim.Render(fmt.Sprintf(" · %s · %.2f", t.TS.In(m.loc).Format("2006-01-02 15:04"), hit.Score))
 		mark := "  "

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,17 +13,116 @@ import (
 	"unicode"
 )
 
-// Hit is one memory found by a search.
+// Hit is one memory found by a search, with its provenance: which record
+// (ID, "<record id>#<n>" for a chunk of a long one), what it is (Kind),
+// who said it (Role), where it came from (Channel: "chat", "voice", a
+// tool's name), which conversation (Session) and when (TS).
 type Hit struct {
-	ID, Role, Text string
-	TS             time.Time
-	Score          float64
+	ID, Kind, Role   string
+	Session, Channel string
+	Text             string
+	TS               time.Time
+	Score            float64
 }
 
-// Rec is one conversation turn or memory record.
+// Rec is one conversation turn or memory record. Kind, Channel and
+// Session are provenance for searches; an empty Kind is KindTool for a
+// record with role "tool" and KindTurn otherwise.
 type Rec struct {
-	ID, Role, Text string
-	TS             time.Time
+	ID, Role, Text         string
+	Kind, Channel, Session string
+	TS                     time.Time
+}
+
+// Roles and kinds a memory search filters on. A tool result and a memory
+// kept with cache_store are records of role "tool" and kind "tool".
+const (
+	RoleUser  = "user"
+	RoleAgent = "agent"
+	RoleTool  = "tool"
+	KindTurn  = "turn"
+	KindTool  = "tool"
+)
+
+var (
+	searchRoles = []string{RoleUser, RoleAgent, RoleTool}
+	searchKinds = []string{KindTurn, KindTool}
+)
+
+// SearchRequest is one memory search: the K best hits for Query among the
+// records that pass every filter. A zero filter does not filter; a record
+// passes a list filter when it has any of the values listed.
+type SearchRequest struct {
+	Query string
+	K     int
+	Roles []string  // RoleUser, RoleAgent, RoleTool
+	Kinds []string  // KindTurn, KindTool
+	Since time.Time // TS >= Since
+	Until time.Time // TS < Until
+}
+
+// SearchFunc runs a memory search.
+type SearchFunc func(ctx context.Context, req SearchRequest) ([]Hit, error)
+
+// Validate checks the filters: known roles and kinds, and a time range
+// that is not empty. Its errors are safe to show.
+func (r SearchRequest) Validate() error {
+	for _, v := range r.Roles {
+		if !slices.Contains(searchRoles, v) {
+			return fmt.Errorf("unknown role %q: use user, agent or tool", cut(v, maxHitField))
+		}
+	}
+	for _, v := range r.Kinds {
+		if !slices.Contains(searchKinds, v) {
+			return fmt.Errorf("unknown kind %q: use turn or tool", cut(v, maxHitField))
+		}
+	}
+	if !r.Since.IsZero() && !r.Until.IsZero() && !r.Since.Before(r.Until) {
+		return fmt.Errorf("since (%s) must be before until (%s)", r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// Matches reports whether a record of that kind and role, said at ts,
+// passes the filters.
+func (r SearchRequest) Matches(kind, role string, ts time.Time) bool {
+	return (len(r.Kinds) == 0 || slices.Contains(r.Kinds, kind)) &&
+		(len(r.Roles) == 0 || slices.Contains(r.Roles, role)) &&
+		(r.Since.IsZero() || !ts.Before(r.Since)) &&
+		(r.Until.IsZero() || ts.Before(r.Until))
+}
+
+// filters describes the filters for a result's heading: "" when none,
+// else " (role user, since 2026-01-01T00:00:00Z)".
+func (r SearchRequest) filters() string {
+	var parts []string
+	if len(r.Roles) > 0 {
+		parts = append(parts, "role "+strings.Join(r.Roles, " or "))
+	}
+	if len(r.Kinds) > 0 {
+		parts = append(parts, "kind "+strings.Join(r.Kinds, " or "))
+	}
+	if !r.Since.IsZero() {
+		parts = append(parts, "since "+r.Since.UTC().Format(time.RFC3339))
+	}
+	if !r.Until.IsZero() {
+		parts = append(parts, "until "+r.Until.UTC().Format(time.RFC3339))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// recKind is a record's kind: its own, else derived from its role.
+func recKind(r Rec) string {
+	switch {
+	case r.Kind != "":
+		return r.Kind
+	case r.Role == RoleTool:
+		return KindTool
+	}
+	return KindTurn
 }
 
 const (
@@ -35,6 +135,8 @@ const (
 	// maxHitText and maxTurnText bound one hit or turn in a result.
 	maxHitText  = 400
 	maxTurnText = 1000
+	// maxHitField bounds each provenance field of a hit in a result.
+	maxHitField = 64
 )
 
 func builtinSpec(name, desc, params string) Spec {
@@ -85,46 +187,142 @@ func CurrentTime(now func() time.Time) Builtin {
 	}}
 }
 
-// MemorySearch is the memory_search tool over search, which returns the k
-// best hits for a query.
-func MemorySearch(search func(ctx context.Context, query string, k int) ([]Hit, error)) Builtin {
+// memorySearchParams is memory_search's JSON Schema.
+const memorySearchParams = `{"type":"object","properties":{` +
+	`"query":{"type":"string","description":"what to look for: words or a short phrase"},` +
+	`"k":{"type":"integer","minimum":1,"maximum":50,"description":"how many results, default 10"},` +
+	`"role":{"anyOf":[{"type":"string","enum":["user","agent","tool"]},{"type":"array","items":{"type":"string","enum":["user","agent","tool"]},"minItems":1,"uniqueItems":true}],` +
+	`"description":"only what these said: user (the owner), agent (you), tool (tool results and memories kept with cache_store); one role or a list; default: any"},` +
+	`"kind":{"type":"string","enum":["turn","tool"],"description":"only conversation turns (turn) or only tool results and cache_store memories (tool); default: both"},` +
+	`"since":{"type":"string","description":"only memories from this time on: a date YYYY-MM-DD (from the start of that day, UTC) or an RFC 3339 time such as 2026-01-02T15:04:05Z"},` +
+	`"until":{"type":"string","description":"only memories up to this time: a date YYYY-MM-DD (through the end of that day, UTC) or an RFC 3339 time (before that instant); must be after since"}` +
+	`},"required":["query"]}`
+
+// MemorySearch is the memory_search tool over search, which returns the
+// req.K best hits for req.Query among the records that pass req's filters.
+func MemorySearch(search SearchFunc) Builtin {
 	spec := builtinSpec("memory_search",
-		"Search long-term memory (past conversations and notes) for a query. Returns the best matches, newest first among equals, each with its time, role, id and score.",
-		`{"type":"object","properties":{"query":{"type":"string","description":"what to look for: words or a short phrase"},"k":{"type":"integer","minimum":1,"maximum":50,"description":"how many results, default 10"}},"required":["query"]}`)
+		"Search long-term memory (past conversations, tool results and memories kept with cache_store) for a query, optionally only what a role said, one kind of record, or a time range. "+
+			"Returns the best matches, one line each: [time] kind, role, channel (chat, voice or the tool's name), session, id and score, then the text. "+
+			"Times are UTC; ids are journal record ids (\"<id>#<n>\" for part of a long record).",
+		memorySearchParams)
 	return Builtin{Spec: spec, Run: func(ctx context.Context, args json.RawMessage) (Result, error) {
-		var in struct {
-			Query string `json:"query"`
-			K     int    `json:"k"`
-		}
-		if err := decodeArgs(args, &in); err != nil {
+		req, err := parseSearchArgs(args)
+		if err != nil {
 			return Result{Text: err.Error(), IsError: true}, nil
 		}
-		q := strings.TrimSpace(in.Query)
-		if q == "" {
-			return Result{Text: "query is required", IsError: true}, nil
-		}
-		k := in.K
-		if k <= 0 {
-			k = defaultSearchK
-		}
-		k = min(k, maxSearchK)
-		hits, err := search(ctx, q, k)
+		hits, err := search(ctx, req)
 		if err != nil {
 			return Result{}, fmt.Errorf("memory search: %w", err)
 		}
-		if len(hits) > k {
-			hits = hits[:k]
+		if len(hits) > req.K {
+			hits = hits[:req.K]
 		}
 		if len(hits) == 0 {
-			return Result{Text: fmt.Sprintf("no memories match %q", q)}, nil
+			return Result{Text: fmt.Sprintf("no memories match %q%s", req.Query, req.filters())}, nil
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "%d results for %q:\n", len(hits), q)
+		fmt.Fprintf(&b, "%d results for %q%s:\n", len(hits), req.Query, req.filters())
 		for i, h := range hits {
-			fmt.Fprintf(&b, "%d. [%s] %s (id %s, score %.2f): %s\n", i+1, h.TS.UTC().Format(time.RFC3339), h.Role, h.ID, h.Score, oneLine(h.Text, maxHitText))
+			fmt.Fprintf(&b, "%d. [%s]", i+1, h.TS.UTC().Format(time.RFC3339))
+			for _, f := range [...]struct{ k, v string }{{"kind", h.Kind}, {"role", h.Role}, {"channel", h.Channel}, {"session", h.Session}, {"id", h.ID}} {
+				if v := oneLine(f.v, maxHitField); v != "" {
+					fmt.Fprintf(&b, " %s=%s", f.k, v)
+				}
+			}
+			fmt.Fprintf(&b, " score=%.2f: %s\n", h.Score, oneLine(h.Text, maxHitText))
 		}
 		return Result{Text: strings.TrimSuffix(b.String(), "\n")}, nil
 	}}
+}
+
+// parseSearchArgs reads memory_search's arguments into a valid request.
+// Its errors are for the model: they say what is wrong and what to send.
+func parseSearchArgs(args json.RawMessage) (SearchRequest, error) {
+	var in struct {
+		Query string          `json:"query"`
+		K     int             `json:"k"`
+		Role  json.RawMessage `json:"role"`
+		Kind  json.RawMessage `json:"kind"`
+		Since string          `json:"since"`
+		Until string          `json:"until"`
+	}
+	if err := decodeArgs(args, &in); err != nil {
+		return SearchRequest{}, err
+	}
+	req := SearchRequest{Query: strings.TrimSpace(in.Query), K: in.K}
+	if req.Query == "" {
+		return req, errors.New("query is required")
+	}
+	if req.K <= 0 {
+		req.K = defaultSearchK
+	}
+	req.K = min(req.K, maxSearchK)
+	var err error
+	if req.Roles, err = stringList("role", in.Role, searchRoles); err != nil {
+		return req, err
+	}
+	if req.Kinds, err = stringList("kind", in.Kind, searchKinds); err != nil {
+		return req, err
+	}
+	if req.Since, err = parseWhen("since", in.Since, false); err != nil {
+		return req, err
+	}
+	if req.Until, err = parseWhen("until", in.Until, true); err != nil {
+		return req, err
+	}
+	if !req.Since.IsZero() && !req.Until.IsZero() && !req.Since.Before(req.Until) {
+		return req, fmt.Errorf("since %q is not before until %q: nothing can match; give since earlier than until", in.Since, in.Until)
+	}
+	return req, req.Validate()
+}
+
+// stringList reads a filter given as one string or a list of strings,
+// each one of allowed (case-insensitive); blanks and repeats are dropped.
+func stringList(field string, raw json.RawMessage, allowed []string) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var list []string
+	var one string
+	if err := json.Unmarshal(raw, &one); err == nil {
+		list = []string{one}
+	} else if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("%s must be one of %s, or a list of them", field, strings.Join(allowed, ", "))
+	}
+	var out []string
+	for _, v := range list {
+		v = strings.ToLower(strings.TrimSpace(v))
+		switch {
+		case v == "" || slices.Contains(out, v):
+		case !slices.Contains(allowed, v):
+			return nil, fmt.Errorf("%s %q is not one of %s", field, cut(v, maxHitField), strings.Join(allowed, ", "))
+		default:
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// parseWhen reads a since or until argument: "" is none; a date
+// YYYY-MM-DD is the start of that day in UTC, or for until (endOfDay) the
+// start of the next; otherwise an RFC 3339 time.
+func parseWhen(field, s string, endOfDay bool) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.Parse(time.DateOnly, s); err == nil {
+		if endOfDay {
+			d = d.AddDate(0, 0, 1)
+		}
+		return d, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s %q is not a date: use YYYY-MM-DD or an RFC 3339 time such as 2026-01-02T15:04:05Z", field, cut(s, maxHitField))
+	}
+	return t, nil
 }
 
 // History is the conversation_history tool over tail, which returns the
@@ -186,11 +384,13 @@ func oneLine(s string, n int) string {
 // KeywordSearch is a simple search over the records scan visits: a record's
 // score is the fraction of the query's distinct terms it contains
 // (case-insensitive, terms are runs of letters and digits); ties go to the
-// newer record, then the smaller ID. Records without any query term are
-// not hits. Only the best k are kept in memory.
-func KeywordSearch(scan func(ctx context.Context, fn func(Rec) error) error) func(ctx context.Context, query string, k int) ([]Hit, error) {
-	return func(ctx context.Context, query string, k int) ([]Hit, error) {
-		qterms := terms(query)
+// newer record, then the smaller ID. Records without any query term, or
+// that do not pass the request's filters, are not hits. Only the best K
+// are kept in memory.
+func KeywordSearch(scan func(ctx context.Context, fn func(Rec) error) error) SearchFunc {
+	return func(ctx context.Context, req SearchRequest) ([]Hit, error) {
+		k := req.K
+		qterms := terms(req.Query)
 		if len(qterms) == 0 || k <= 0 {
 			return nil, nil
 		}
@@ -204,6 +404,10 @@ func KeywordSearch(scan func(ctx context.Context, fn func(Rec) error) error) fun
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			kind := recKind(r)
+			if !req.Matches(kind, r.Role, r.TS) {
+				return nil
+			}
 			clear(seen)
 			for _, f := range strings.FieldsFunc(r.Text, notTermRune) {
 				if t := strings.ToLower(f); want[t] {
@@ -213,7 +417,7 @@ func KeywordSearch(scan func(ctx context.Context, fn func(Rec) error) error) fun
 			if len(seen) == 0 {
 				return nil
 			}
-			h := Hit{ID: r.ID, Role: r.Role, Text: r.Text, TS: r.TS, Score: float64(len(seen)) / float64(len(want))}
+			h := Hit{ID: r.ID, Kind: kind, Role: r.Role, Session: r.Session, Channel: r.Channel, Text: r.Text, TS: r.TS, Score: float64(len(seen)) / float64(len(want))}
 			switch {
 			case top.Len() < k:
 				heap.Push(top, h)

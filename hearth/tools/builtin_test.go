@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 func TestCurrentTime(t *testing.T) {
@@ -63,13 +64,6 @@ func TestKeywordSearch(t *testing.T) {
 		return nil
 	}
 	search := KeywordSearch(scan)
-	ids := func(hits []Hit) []string {
-		var out []string
-		for _, h := range hits {
-			out = append(out, fmt.Sprintf("%s:%.2f", h.ID, h.Score))
-		}
-		return out
-	}
 	for _, tc := range []struct {
 		name  string
 		query string
@@ -87,41 +81,153 @@ func TestKeywordSearch(t *testing.T) {
 		{"k zero", "cat", 0, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hits, err := search(t.Context(), tc.query, tc.k)
+			hits, err := search(t.Context(), SearchRequest{Query: tc.query, K: tc.k})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, ids(hits)); diff != "" {
+			if diff := cmp.Diff(tc.want, hitScores(hits)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
 
 	boom := errors.New("disk gone")
-	_, err := KeywordSearch(func(context.Context, func(Rec) error) error { return boom })(t.Context(), "cat", 3)
+	_, err := KeywordSearch(func(context.Context, func(Rec) error) error { return boom })(t.Context(), SearchRequest{Query: "cat", K: 3})
 	if !errors.Is(err, boom) {
 		t.Errorf("scan error: got %v, want it wrapped", err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if _, err := search(ctx, "cat", 3); !errors.Is(err, context.Canceled) {
+	if _, err := search(ctx, SearchRequest{Query: "cat", K: 3}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: got %v, want context.Canceled", err)
 	}
 }
 
+// hitScores is "id:score" per hit.
+func hitScores(hits []Hit) []string {
+	var out []string
+	for _, h := range hits {
+		out = append(out, fmt.Sprintf("%s:%.2f", h.ID, h.Score))
+	}
+	return out
+}
+
+// TestKeywordSearchFilters checks that the keyword fallback honours the
+// same filters as recall: roles, kinds (a tool record is kind "tool",
+// from its own Kind or from its role) and the time range, Since
+// included and Until excluded.
+func TestKeywordSearchFilters(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2026, 1, d, 12, 0, 0, 0, time.UTC) }
+	recs := []Rec{
+		{ID: "u1", Role: "user", Text: "tomatoes in the garden", TS: day(1), Kind: KindTurn, Channel: "chat", Session: "main"},
+		{ID: "a2", Role: "agent", Text: "tomatoes need sun", TS: day(2), Kind: KindTurn, Channel: "chat", Session: "main"},
+		{ID: "t3", Role: "tool", Text: "weather: rain for the tomatoes", TS: day(3), Kind: KindTool, Channel: "weather", Session: "main"},
+		{ID: "u4", Role: "user", Text: "said aloud: tomatoes again", TS: day(4), Kind: KindTurn, Channel: "voice", Session: "main"},
+		{ID: "t5", Role: "tool", Text: "cached: tomatoes cost 3 euros", TS: day(5)}, // no Kind: derived from the role
+	}
+	search := KeywordSearch(func(ctx context.Context, fn func(Rec) error) error {
+		for _, r := range recs {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, tc := range []struct {
+		name string
+		req  SearchRequest
+		want []string // ids, best first (all score 1: newest first)
+	}{
+		{"no filter", SearchRequest{}, []string{"t5", "u4", "t3", "a2", "u1"}},
+		{"role user", SearchRequest{Roles: []string{"user"}}, []string{"u4", "u1"}},
+		{"roles user or agent", SearchRequest{Roles: []string{"agent", "user"}}, []string{"u4", "a2", "u1"}},
+		{"role tool", SearchRequest{Roles: []string{"tool"}}, []string{"t5", "t3"}},
+		{"kind turn", SearchRequest{Kinds: []string{KindTurn}}, []string{"u4", "a2", "u1"}},
+		{"kind tool, derived for a record without one", SearchRequest{Kinds: []string{KindTool}}, []string{"t5", "t3"}},
+		{"since includes its instant", SearchRequest{Since: day(3)}, []string{"t5", "u4", "t3"}},
+		{"until excludes its instant", SearchRequest{Until: day(3)}, []string{"a2", "u1"}},
+		{"range", SearchRequest{Since: day(2), Until: day(4)}, []string{"t3", "a2"}},
+		{"all filters", SearchRequest{Roles: []string{"user"}, Kinds: []string{KindTurn}, Since: day(2), Until: day(5)}, []string{"u4"}},
+		{"nothing passes", SearchRequest{Roles: []string{"agent"}, Kinds: []string{KindTool}}, nil},
+		{"filters before k", SearchRequest{Roles: []string{"user"}, K: 1}, []string{"u4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := tc.req
+			req.Query = "tomatoes"
+			if req.K == 0 {
+				req.K = 10
+			}
+			hits, err := search(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, h := range hits {
+				ids = append(ids, h.ID)
+				if !req.Matches(h.Kind, h.Role, h.TS) {
+					t.Errorf("hit %+v does not pass the filters", h)
+				}
+			}
+			if diff := cmp.Diff(tc.want, ids); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Hits carry the records' provenance.
+	hits, err := search(t.Context(), SearchRequest{Query: "rain", K: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Hit{{ID: "t3", Kind: KindTool, Role: "tool", Session: "main", Channel: "weather", Text: "weather: rain for the tomatoes", TS: day(3), Score: 1}}
+	if diff := cmp.Diff(want, hits); diff != "" {
+		t.Errorf("provenance (-want +got):\n%s", diff)
+	}
+}
+
+func TestSearchRequestValidate(t *testing.T) {
+	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		req  SearchRequest
+		want string // "" means valid
+	}{
+		{"none", SearchRequest{Query: "x"}, ""},
+		{"all", SearchRequest{Roles: []string{"user", "agent", "tool"}, Kinds: []string{"turn", "tool"}, Since: t1, Until: t1.Add(time.Second)}, ""},
+		{"only since", SearchRequest{Since: t1}, ""},
+		{"only until", SearchRequest{Until: t1}, ""},
+		{"bad role", SearchRequest{Roles: []string{"user", "assistant"}}, `unknown role "assistant": use user, agent or tool`},
+		{"role case matters", SearchRequest{Roles: []string{"User"}}, `unknown role "User": use user, agent or tool`},
+		{"bad kind", SearchRequest{Kinds: []string{"note"}}, `unknown kind "note": use turn or tool`},
+		{"long role is cut", SearchRequest{Roles: []string{strings.Repeat("r", 1000)}}, `unknown role "` + strings.Repeat("r", maxHitField-len("…")) + `…": use user, agent or tool`},
+		{"since after until", SearchRequest{Since: t1.Add(time.Hour), Until: t1}, "since (2026-01-01T01:00:00Z) must be before until (2026-01-01T00:00:00Z)"},
+		{"empty range", SearchRequest{Since: t1, Until: t1}, "since (2026-01-01T00:00:00Z) must be before until (2026-01-01T00:00:00Z)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if err := tc.req.Validate(); err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("Validate() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestMemorySearch(t *testing.T) {
-	var gotK int
-	search := func(ctx context.Context, q string, k int) ([]Hit, error) {
-		gotK = k
-		if q == "fail" {
+	var got SearchRequest
+	search := func(ctx context.Context, req SearchRequest) ([]Hit, error) {
+		got = req
+		if req.Query == "fail" {
 			return nil, errors.New("index offline")
 		}
-		if q == "none" {
+		if req.Query == "none" {
 			return nil, nil
 		}
 		return []Hit{
-			{ID: "01A", Role: "user", Text: "line one\nline two", TS: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Score: 0.875},
-			{ID: "01B", Role: "agent", Text: strings.Repeat("long ", 200), TS: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Score: 0.5},
+			{ID: "01A", Kind: "turn", Role: "user", Channel: "chat", Session: "main", Text: "line one\nline two", TS: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Score: 0.875},
+			{ID: "01B#2", Kind: "tool", Role: "tool", Channel: "weather", Session: "main", Text: strings.Repeat("long ", 200), TS: time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("CET", 3600)), Score: 0.5},
+			{ID: "01C", Role: "agent", Session: strings.Repeat("s", 100), Text: "no kind or channel", TS: time.Date(2025, 12, 31, 0, 0, 0, 0, time.UTC), Score: 0.25},
 		}, nil
 	}
 	b := MemorySearch(search)
@@ -131,25 +237,159 @@ func TestMemorySearch(t *testing.T) {
 		want       Result
 		wantErr    bool
 	}{
-		{"default k", `{"query":"cats"}`, 10, Result{Text: "2 results for \"cats\":\n1. [2026-01-02T03:04:05Z] user (id 01A, score 0.88): line one line two\n2. [2026-01-01T00:00:00Z] agent (id 01B, score 0.50): " + strings.Repeat("long ", 79) + "lo…"}, false},
+		{"lines with provenance", `{"query":"cats"}`, 10, Result{Text: "3 results for \"cats\":\n" +
+			"1. [2026-01-02T03:04:05Z] kind=turn role=user channel=chat session=main id=01A score=0.88: line one line two\n" +
+			"2. [2025-12-31T23:00:00Z] kind=tool role=tool channel=weather session=main id=01B#2 score=0.50: " + strings.Repeat("long ", 79) + "lo…\n" +
+			"3. [2025-12-31T00:00:00Z] role=agent session=" + strings.Repeat("s", maxHitField-len("…")) + "… id=01C score=0.25: no kind or channel"}, false},
+		{"more hits than k are cut", `{"query":"cats","k":1}`, 1, Result{Text: "1 results for \"cats\":\n" +
+			"1. [2026-01-02T03:04:05Z] kind=turn role=user channel=chat session=main id=01A score=0.88: line one line two"}, false},
+		{"filters in the heading", `{"query":"none","role":"user","since":"2026-01-01"}`, 10, Result{Text: `no memories match "none" (role user, since 2026-01-01T00:00:00Z)`}, false},
 		{"k capped", `{"query":"none","k":500}`, 50, Result{Text: `no memories match "none"`}, false},
 		{"k given", `{"query":"none","k":3}`, 3, Result{Text: `no memories match "none"`}, false},
 		{"empty query", `{"query":"  "}`, 0, Result{Text: "query is required", IsError: true}, false},
+		{"bad filter: no search", `{"query":"cats","role":"bot"}`, 0, Result{Text: `role "bot" is not one of user, agent, tool`, IsError: true}, false},
 		{"search fails", `{"query":"fail"}`, 10, Result{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gotK = 0
-			got, err := b.Run(t.Context(), json.RawMessage(tc.args))
+			got = SearchRequest{}
+			res, err := b.Run(t.Context(), json.RawMessage(tc.args))
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error = %v, want error %v", err, tc.wantErr)
 			}
-			if gotK != tc.wantK {
-				t.Errorf("k = %d, want %d", gotK, tc.wantK)
+			if got.K != tc.wantK {
+				t.Errorf("k = %d, want %d", got.K, tc.wantK)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, res); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMemorySearchArgs checks how memory_search reads its arguments into
+// the request the search gets, and that bad values are IsError results
+// that say what to send, never Go errors and never a search.
+func TestMemorySearchArgs(t *testing.T) {
+	utc := func(y int, m time.Month, d, h, min int) time.Time { return time.Date(y, m, d, h, min, 0, 0, time.UTC) }
+	for _, tc := range []struct {
+		name, args string
+		want       SearchRequest // when wantErr is ""
+		wantErr    string
+	}{
+		{"query only", `{"query":" garden "}`, SearchRequest{Query: "garden", K: 10}, ""},
+		{"k absent, zero or negative: default", `{"query":"q","k":0}`, SearchRequest{Query: "q", K: 10}, ""},
+		{"k negative", `{"query":"q","k":-3}`, SearchRequest{Query: "q", K: 10}, ""},
+		{"k 1", `{"query":"q","k":1}`, SearchRequest{Query: "q", K: 1}, ""},
+		{"k 50", `{"query":"q","k":50}`, SearchRequest{Query: "q", K: 50}, ""},
+		{"k 51 capped", `{"query":"q","k":51}`, SearchRequest{Query: "q", K: 50}, ""},
+		{"k not an integer", `{"query":"q","k":2.5}`, SearchRequest{}, "invalid arguments"},
+		{"k a string", `{"query":"q","k":"3"}`, SearchRequest{}, "invalid arguments"},
+
+		{"role string", `{"query":"q","role":"user"}`, SearchRequest{Query: "q", K: 10, Roles: []string{"user"}}, ""},
+		{"role list", `{"query":"q","role":["agent","tool"]}`, SearchRequest{Query: "q", K: 10, Roles: []string{"agent", "tool"}}, ""},
+		{"role case, spaces, blanks and repeats", `{"query":"q","role":[" User","user","","AGENT"]}`, SearchRequest{Query: "q", K: 10, Roles: []string{"user", "agent"}}, ""},
+		{"role empty list or null: any", `{"query":"q","role":[],"kind":null}`, SearchRequest{Query: "q", K: 10}, ""},
+		{"role unknown", `{"query":"q","role":"assistant"}`, SearchRequest{}, `role "assistant" is not one of user, agent, tool`},
+		{"role unknown in a list", `{"query":"q","role":["user","me"]}`, SearchRequest{}, `role "me" is not one of user, agent, tool`},
+		{"role wrong type", `{"query":"q","role":3}`, SearchRequest{}, "role must be one of user, agent, tool, or a list of them"},
+		{"role list of numbers", `{"query":"q","role":[1]}`, SearchRequest{}, "role must be one of user, agent, tool, or a list of them"},
+
+		{"kind turn", `{"query":"q","kind":"turn"}`, SearchRequest{Query: "q", K: 10, Kinds: []string{"turn"}}, ""},
+		{"kind tool", `{"query":"q","kind":"tool"}`, SearchRequest{Query: "q", K: 10, Kinds: []string{"tool"}}, ""},
+		{"kind list", `{"query":"q","kind":["tool","turn"]}`, SearchRequest{Query: "q", K: 10, Kinds: []string{"tool", "turn"}}, ""},
+		{"kind unknown", `{"query":"q","kind":"note"}`, SearchRequest{}, `kind "note" is not one of turn, tool`},
+		{"kind wrong type", `{"query":"q","kind":{}}`, SearchRequest{}, "kind must be one of turn, tool, or a list of them"},
+
+		{"since date: start of the day", `{"query":"q","since":"2026-01-02"}`, SearchRequest{Query: "q", K: 10, Since: utc(2026, 1, 2, 0, 0)}, ""},
+		{"until date: through the end of the day", `{"query":"q","until":"2026-01-02"}`, SearchRequest{Query: "q", K: 10, Until: utc(2026, 1, 3, 0, 0)}, ""},
+		{"until date at a month's end", `{"query":"q","until":"2026-02-28"}`, SearchRequest{Query: "q", K: 10, Until: utc(2026, 3, 1, 0, 0)}, ""},
+		{"same day both ways", `{"query":"q","since":"2026-01-02","until":"2026-01-02"}`, SearchRequest{Query: "q", K: 10, Since: utc(2026, 1, 2, 0, 0), Until: utc(2026, 1, 3, 0, 0)}, ""},
+		{"rfc 3339 times", `{"query":"q","since":"2026-01-02T08:30:00Z","until":"2026-01-02T10:00:00+01:00"}`, SearchRequest{Query: "q", K: 10, Since: utc(2026, 1, 2, 8, 30), Until: time.Date(2026, 1, 2, 10, 0, 0, 0, time.FixedZone("", 3600))}, ""},
+		{"fractional seconds", `{"query":"q","since":"2026-01-02T08:30:00.5Z"}`, SearchRequest{Query: "q", K: 10, Since: utc(2026, 1, 2, 8, 30).Add(500 * time.Millisecond)}, ""},
+		{"blank dates: none", `{"query":"q","since":" ","until":""}`, SearchRequest{Query: "q", K: 10}, ""},
+		{"since not a date", `{"query":"q","since":"last week"}`, SearchRequest{}, `since "last week" is not a date: use YYYY-MM-DD or an RFC 3339 time such as 2026-01-02T15:04:05Z`},
+		{"until not a date", `{"query":"q","until":"2026-13-01"}`, SearchRequest{}, `until "2026-13-01" is not a date: use YYYY-MM-DD or an RFC 3339 time such as 2026-01-02T15:04:05Z`},
+		{"time without a zone", `{"query":"q","since":"2026-01-02T08:30:00"}`, SearchRequest{}, `since "2026-01-02T08:30:00" is not a date`},
+		{"date wrong type", `{"query":"q","since":20260102}`, SearchRequest{}, "invalid arguments"},
+		{"since after until", `{"query":"q","since":"2026-02-01","until":"2026-01-01"}`, SearchRequest{}, `since "2026-02-01" is not before until "2026-01-01": nothing can match; give since earlier than until`},
+		{"since equals until", `{"query":"q","since":"2026-01-02T08:30:00Z","until":"2026-01-02T09:30:00+01:00"}`, SearchRequest{}, `since "2026-01-02T08:30:00Z" is not before until "2026-01-02T09:30:00+01:00"`},
+		{"all filters", `{"query":"tomatoes","k":5,"role":["user"],"kind":"turn","since":"2026-01-01","until":"2026-01-31"}`,
+			SearchRequest{Query: "tomatoes", K: 5, Roles: []string{"user"}, Kinds: []string{"turn"}, Since: utc(2026, 1, 1, 0, 0), Until: utc(2026, 2, 1, 0, 0)}, ""},
+		{"not an object", `["q"]`, SearchRequest{}, "invalid arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got *SearchRequest
+			b := MemorySearch(func(_ context.Context, req SearchRequest) ([]Hit, error) {
+				got = &req
+				return nil, nil
+			})
+			res, err := b.Run(t.Context(), json.RawMessage(tc.args))
+			if err != nil {
+				t.Fatalf("Run: Go error %v, want a result", err)
+			}
+			if tc.wantErr != "" {
+				if !res.IsError || !strings.HasPrefix(res.Text, tc.wantErr) {
+					t.Errorf("result = %+v, want an error starting %q", res, tc.wantErr)
+				}
+				if got != nil {
+					t.Errorf("searched %+v despite the bad arguments", *got)
+				}
+				return
+			}
+			if res.IsError || got == nil {
+				t.Fatalf("result = %+v, searched %v; want a search", res, got)
+			}
+			if diff := cmp.Diff(tc.want, *got); diff != "" {
+				t.Errorf("request (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMemorySearchSchema checks that memory_search's parameters, with the
+// registry's reason added, are a JSON Schema that accepts what the tool
+// accepts and describes every field.
+func TestMemorySearchSchema(t *testing.T) {
+	spec := MemorySearch(func(context.Context, SearchRequest) ([]Hit, error) { return nil, nil }).Spec
+	if spec.Effect != ReadOnly || spec.Permission != Safe || !spec.Idempotent {
+		t.Errorf("spec = %+v", spec)
+	}
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(withReason(spec.Parameters), &schema); err != nil {
+		t.Fatalf("schema: %v\n%s", err, spec.Parameters)
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	for _, name := range []string{"query", "k", "role", "kind", "since", "until", ReasonParam} {
+		if p := schema.Properties[name]; p == nil || p.Description == "" {
+			t.Errorf("property %q missing or undescribed", name)
+		}
+	}
+	for _, tc := range []struct {
+		args  string
+		valid bool
+	}{
+		{`{"reason":"r","query":"q"}`, true},
+		{`{"reason":"r","query":"q","k":5,"role":"user","kind":"turn","since":"2026-01-01","until":"2026-01-02T00:00:00Z"}`, true},
+		{`{"reason":"r","query":"q","role":["user","agent"]}`, true},
+		{`{"reason":"r","query":"q","role":"bot"}`, false},
+		{`{"reason":"r","query":"q","role":["user","user"]}`, false},
+		{`{"reason":"r","query":"q","role":[]}`, false},
+		{`{"reason":"r","query":"q","kind":"note"}`, false},
+		{`{"reason":"r","query":"q","k":0}`, false},
+		{`{"reason":"r","query":"q","k":51}`, false},
+		{`{"reason":"r"}`, false},
+		{`{"query":"q"}`, false},
+	} {
+		var inst map[string]any
+		if err := json.Unmarshal([]byte(tc.args), &inst); err != nil {
+			t.Fatal(err)
+		}
+		if err := resolved.Validate(inst); (err == nil) != tc.valid {
+			t.Errorf("Validate(%s) = %v, want valid %v", tc.args, err, tc.valid)
+		}
 	}
 }
 
