@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -267,21 +268,82 @@ func (h *Hearth) accept(ln net.Listener, wg *sync.WaitGroup) error {
 // answering, whatever is still queued, so no acknowledged-to-be message is
 // dropped on the floor.
 func (h *Hearth) converse(ctx, turnCtx context.Context) {
-	var primed bool
-	var system []llm.Message
+	var sess *session
 	for {
 		select {
 		case <-ctx.Done():
 			h.drainQueue(turnCtx)
 			return
 		case req := <-h.turns:
-			if !primed && req.rec.Role == ipc.RoleUser && req.rec.Mode == ipc.ModeText {
-				system = h.sessionContext()
-				primed = true
+			if sess == nil && req.rec.Role == ipc.RoleUser && req.rec.Mode == ipc.ModeText {
+				sess = h.startSession(turnCtx)
 			}
-			h.handleTurn(turnCtx, req, system)
+			if sess == nil {
+				sess = &session{} // history before the first question
+				h.handleTurn(turnCtx, req, sess)
+				sess = nil
+				continue
+			}
+			h.handleTurn(turnCtx, req, sess)
 		}
 	}
+}
+
+// session is what a hearth session injects: the system messages made as
+// it starts (AGENT.md, the continuity anchor, memories relevant to where
+// the conversation left off) and the records those memories showed. Only
+// the converse goroutine uses it.
+type session struct {
+	system   []llm.Message
+	injected map[string]bool
+	opened   bool // system holds an opening memory block, which takes half the memory allowances
+}
+
+// sessionTurns is how many of the last turns before a session starts make
+// the query for its opening memories.
+const sessionTurns = 4
+
+// startSession makes the session context before its first turn: the
+// continuity context, and, when recall is on, the older memories relevant
+// to the last turns before this session (seed 004: "what's relevant to
+// now", injected once per session, never journaled).
+func (h *Hearth) startSession(ctx context.Context) *session {
+	sess := &session{system: h.sessionContext(), injected: map[string]bool{}}
+	if h.cfg.Memories == nil {
+		return sess
+	}
+	allow := h.budget().Allowance()
+	h.mu.Lock()
+	window := contextWindow(h.recent, h.cfg.ContextTurns, allow.Recent)
+	var query []string
+	for i := len(h.recent) - 1; i >= 0 && len(query) < sessionTurns; i-- {
+		if r := h.recent[i]; (r.Role == ipc.RoleUser || r.Role == ipc.RoleAgent) && strings.TrimSpace(r.Text) != "" {
+			query = append(query, r.Text)
+		}
+	}
+	h.mu.Unlock()
+	if len(query) == 0 {
+		return sess // a first conversation: nothing to recall yet
+	}
+	slices.Reverse(query)
+	req := MemoryRequest{
+		Query: strings.Join(query, "\n"), Exclude: make(map[string]bool, len(window)),
+		Turns: allow.Memories / 2, Tools: allow.Tools / 2, Session: true, Injected: sess.injected,
+	}
+	for _, r := range window {
+		req.Exclude[r.ID] = true
+	}
+	block := h.cfg.Memories(ctx, req)
+	if block == "" {
+		return sess
+	}
+	sess.opened = true
+	if len(sess.system) > 0 && sess.system[0].Role == llm.RoleSystem {
+		sess.system[0].Content += "\n\n" + block
+	} else {
+		sess.system = append([]llm.Message{{Role: llm.RoleSystem, Content: block}}, sess.system...)
+	}
+	return sess
 }
 
 func (h *Hearth) drainQueue(ctx context.Context) {

@@ -226,6 +226,9 @@ const memoryTimeout = 300 * time.Millisecond
 const (
 	turnsHeading = "## Relevant memories (older turns found for this message; use them if they help)\n"
 	toolsHeading = "## Relevant tool results (earlier tool outputs found for this message; use them if they help)\n"
+
+	sessionTurnsHeading = "## Memories relevant to where we left off (older turns found as this session starts)\n"
+	sessionToolsHeading = "## Tool results relevant to where we left off (found as this session starts)\n"
 )
 
 // memories returns a block of relevant older turns and tool results for
@@ -267,29 +270,36 @@ func memoryHits(allowance int) int {
 // turns and one of tool results, each omitted when empty; "" when both
 // are.
 func memoryBlock(req MemoryRequest, turns, results []recall.Hit) string {
-	body := memorySection(turnsHeading, turns, req.Exclude, req.Turns, turnLine) +
-		memorySection(toolsHeading, results, req.Exclude, req.Tools, toolLine)
+	th, rh := turnsHeading, toolsHeading
+	if req.Session {
+		th, rh = sessionTurnsHeading, sessionToolsHeading
+	}
+	body := memorySection(th, turns, req, req.Turns, turnLine) +
+		memorySection(rh, results, req, req.Tools, toolLine)
 	if body == "" {
 		return ""
 	}
 	return InjectedSentinel + "\n" + body
 }
 
-// memorySection is heading and the lines of the hits not in exclude, in
-// rank order, skipping any that would take it over allowance tokens; ""
-// when no hit fits.
-func memorySection(heading string, hits []recall.Hit, exclude map[string]bool, allowance int, line func(recall.Doc) string) string {
+// memorySection is heading and the lines of the hits not in req.Exclude,
+// in rank order, skipping any that would take it over allowance tokens;
+// "" when no hit fits. The records it shows are added to req.Injected.
+func memorySection(heading string, hits []recall.Hit, req MemoryRequest, allowance int, line func(recall.Doc) string) string {
 	used := estimateTokens(heading)
 	var b strings.Builder
 	for _, h := range hits {
 		base, _, _ := strings.Cut(h.Doc.ID, "#")
-		if exclude[base] {
+		if req.Exclude[base] {
 			continue
 		}
 		l := line(h.Doc)
 		if n := estimateTokens(l); used+n <= allowance {
 			used += n
 			b.WriteString(l)
+			if req.Injected != nil {
+				req.Injected[base] = true
+			}
 		}
 	}
 	if b.Len() == 0 {

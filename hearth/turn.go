@@ -28,7 +28,7 @@ const (
 	msgIterationLimit  = "the agent reached its configured limit of model calls for one turn"
 )
 
-func (h *Hearth) handleTurn(ctx context.Context, req turnReq, system []llm.Message) {
+func (h *Hearth) handleTurn(ctx context.Context, req turnReq, sess *session) {
 	if _, ok := h.store(ctx, req); !ok {
 		return
 	}
@@ -43,7 +43,7 @@ func (h *Hearth) handleTurn(ctx context.Context, req turnReq, system []llm.Messa
 	h.mu.Lock()
 	h.current = model
 	h.mu.Unlock()
-	h.reply(ctx, model, req.ref, system)
+	h.reply(ctx, model, req.ref, sess)
 }
 
 // model returns the model for this turn: the preference-resolved one when
@@ -80,7 +80,7 @@ func (h *Hearth) budget() ContextBudget {
 
 // reply runs the agent loop for the newest turn, streaming to every client
 // and journaling each step, and stores the answer.
-func (h *Hearth) reply(ctx context.Context, model Model, ref string, system []llm.Message) {
+func (h *Hearth) reply(ctx context.Context, model Model, ref string, sess *session) {
 	h.setState(ipc.StateThinking, "")
 	defer h.setState(ipc.StateIdle, "")
 
@@ -89,11 +89,11 @@ func (h *Hearth) reply(ctx context.Context, model Model, ref string, system []ll
 	allow := h.budget().Allowance()
 	h.mu.Lock()
 	window := contextWindow(h.recent, h.cfg.ContextTurns, allow.Recent)
-	msgs, cont := buildContext(system, window)
+	msgs, cont := buildContext(sess.system, window)
 	h.pending.Reset()
 	h.cancelTurn = cancel
 	h.mu.Unlock()
-	msgs = injectMemories(msgs, cont, h.memories(ctx, window, allow))
+	msgs = injectMemories(msgs, cont, h.memories(ctx, window, allow, sess))
 	defer func() {
 		h.mu.Lock()
 		h.cancelTurn = nil
@@ -462,19 +462,35 @@ func withReason(args json.RawMessage, reason string) json.RawMessage {
 
 // MemoryRequest asks Config.Memories for the memories of one turn.
 type MemoryRequest struct {
-	Query   string          // the newest user turn
-	Exclude map[string]bool // record ids already in the context window
+	Query   string          // the newest user turn, or where the last session left off
+	Exclude map[string]bool // record ids already in the context window or injected
 	Turns   int             // token allowance for relevant older turns
 	Tools   int             // token allowance for relevant tool results
+	// Session marks the block injected once as a session starts (seed
+	// 004), relevant to where the conversation left off, rather than to
+	// one message.
+	Session bool
+	// Injected, when set, is given the record ids the block shows, so that
+	// later blocks of the session leave them out.
+	Injected map[string]bool
 }
 
 // memories is the injected block of relevant older turns and tool results
-// for the window's newest user turn, within allow; "" when there is none.
-func (h *Hearth) memories(ctx context.Context, window []journal.Record, allow Allowance) string {
+// for the window's newest user turn, within allow, leaving out what the
+// session's opening block already shows; "" when there is none.
+func (h *Hearth) memories(ctx context.Context, window []journal.Record, allow Allowance, sess *session) string {
 	if h.cfg.Memories == nil || (allow.Memories <= 0 && allow.Tools <= 0) {
 		return ""
 	}
-	req := MemoryRequest{Exclude: make(map[string]bool, len(window)), Turns: allow.Memories, Tools: allow.Tools}
+	req := MemoryRequest{Exclude: make(map[string]bool, len(window)+len(sess.injected)), Turns: allow.Memories, Tools: allow.Tools}
+	if sess.opened {
+		// The session's opening block holds the other half.
+		req.Turns -= allow.Memories / 2
+		req.Tools -= allow.Tools / 2
+	}
+	for id := range sess.injected {
+		req.Exclude[id] = true
+	}
 	for _, r := range window {
 		req.Exclude[r.ID] = true
 		if r.Role == ipc.RoleUser {

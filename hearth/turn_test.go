@@ -634,3 +634,76 @@ func TestPreferencesChangeContextBudgetNextTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionOpensWithRelevantMemories restarts hearth over a journal: the
+// first turn of the new session carries, once, the memories relevant to
+// where the conversation left off (seed 004), which later blocks leave
+// out; the per-turn block gets the other half of the memory allowance,
+// and nothing injected reaches the journal.
+func TestSessionOpensWithRelevantMemories(t *testing.T) {
+	dir := t.TempDir()
+	model := newScriptModel()
+	first := startHearth(t, dir, func(c *Config) { c.Model = model })
+	c := dial(t, first.addr)
+	c.Send(&ipc.Message{Content: "I planted tomatoes in May"})
+	recvUntil(t, c, isDone)
+	c.Close()
+	first.stop(t)
+
+	var mu sync.Mutex
+	var reqs []MemoryRequest
+	second := startHearth(t, dir, func(c *Config) {
+		c.Model = model
+		c.Context = func() ([]llm.Message, error) { return []llm.Message{{Role: "system", Content: "anchor"}}, nil }
+		c.Memories = func(_ context.Context, req MemoryRequest) string {
+			mu.Lock()
+			defer mu.Unlock()
+			reqs = append(reqs, req)
+			if req.Session {
+				req.Injected["old-tomato-turn"] = true
+				return InjectedSentinel + "\n- [2026-05-01] user: the tomatoes need staking"
+			}
+			return InjectedSentinel + "\n- per-turn memory"
+		}
+	})
+	c = dial(t, second.addr)
+	for _, text := range []string{"what should I cook tonight?", "and tomorrow?"} {
+		c.Send(&ipc.Message{Content: text})
+		recvUntil(t, c, isDone)
+	}
+	sys := model.lastRequest().Messages[0]
+	if !strings.Contains(sys.Content, "anchor") || !strings.Contains(sys.Content, "tomatoes need staking") {
+		t.Errorf("system message = %q, want the anchor and the opening memories", sys.Content)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reqs) != 3 {
+		t.Fatalf("%d memory requests, want 3 (the opening one, then one per turn): %+v", len(reqs), reqs)
+	}
+	open, perTurn := reqs[0], reqs[1:]
+	if !open.Session || !strings.Contains(open.Query, "I planted tomatoes in May") {
+		t.Errorf("opening request = %+v, want a session request for where we left off", open)
+	}
+	recs, err := second.journal.Tail(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !open.Exclude[recs[0].ID] {
+		t.Errorf("opening request does not leave out the turns already in the window: %v", open.Exclude)
+	}
+	def := DefaultContextBudget().Allowance()
+	for i, r := range perTurn {
+		if r.Session || !r.Exclude["old-tomato-turn"] {
+			t.Errorf("turn %d: request %+v should be per turn and leave out what the opening block showed", i, r)
+		}
+		if r.Turns != def.Memories-def.Memories/2 || open.Turns != def.Memories/2 {
+			t.Errorf("turn %d: allowances %d (opening) + %d (turn), want the memory share split in two", i, open.Turns, r.Turns)
+		}
+	}
+	for _, r := range recs {
+		if strings.Contains(r.Text, "staking") || strings.Contains(r.Text, "per-turn memory") {
+			t.Errorf("injected memories reached the journal: %+v", r)
+		}
+	}
+}
