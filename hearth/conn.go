@@ -236,7 +236,10 @@ func (h *Hearth) search(c *client, m *ipc.Search, reply func(ipc.Msg)) {
 		}
 		res := &ipc.SearchResults{Ref: m.Ref, Results: make([]ipc.SearchHit, 0, len(hits))}
 		for _, hit := range hits {
-			t := ipc.Turn{ID: hit.ID, Role: hit.Role, TS: hit.TS}
+			t := ipc.Turn{ID: hit.ID, Role: hit.Role, TS: hit.TS, Mode: ipc.ModeText}
+			if hit.Channel == ipc.ModeVoice {
+				t.Mode = ipc.ModeVoice // the indexer files voice turns under channel "voice"
+			}
 			t.Content, t.Truncated = cut(hit.Text, maxSearchSnippet)
 			s := ipc.SearchHit{Turn: t, Score: hit.Score, Kind: hit.Kind}
 			s.Session, _ = cut(hit.Session, maxSearchField)

@@ -167,6 +167,9 @@ func TestClientSearchFilters(t *testing.T) {
 						if want := wantProvenance(id); h.Kind != want.Kind || h.Session != want.Session || h.Channel != want.Channel {
 							t.Errorf("hit %s provenance = kind %q, session %q, channel %q; want %+v", id, h.Kind, h.Session, h.Channel, want)
 						}
+						if wantMode := map[bool]string{true: ipc.ModeVoice, false: ipc.ModeText}[wantProvenance(id).Channel == "voice"]; h.Turn.Mode != wantMode {
+							t.Errorf("hit %s mode = %q, want %q", id, h.Turn.Mode, wantMode)
+						}
 						if h.Turn.ID == "" || h.Turn.TS.IsZero() {
 							t.Errorf("hit %s lacks its id or time: %+v", id, h.Turn)
 						}
@@ -271,7 +274,7 @@ func TestClientSearchRequest(t *testing.T) {
 				t.Fatalf("answer = %+v, want search_results", last)
 			}
 			want := &ipc.SearchResults{Ref: m.Ref, Results: []ipc.SearchHit{{
-				Turn:  ipc.Turn{ID: "01A#2", Role: "tool", Content: "rain", TS: ts},
+				Turn:  ipc.Turn{ID: "01A#2", Role: "tool", Content: "rain", TS: ts, Mode: ipc.ModeText},
 				Score: 0.5, Kind: "tool", Session: "main", Channel: strings.Repeat("c", maxSearchField),
 			}}}
 			if diff := cmp.Diff(want, res); diff != "" {

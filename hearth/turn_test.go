@@ -275,7 +275,7 @@ func TestSearch(t *testing.T) {
 	c.Send(&ipc.Search{Query: "tea", Ref: "s"})
 	got := recvUntil(t, c, func(m ipc.Msg) bool { _, ok := m.(*ipc.SearchResults); return ok })
 	res := got[len(got)-1].(*ipc.SearchResults)
-	want := &ipc.SearchResults{Ref: "s", Results: []ipc.SearchHit{{Turn: ipc.Turn{ID: "1", Role: "user", Content: "about tea"}, Score: defaultSearchResults}}}
+	want := &ipc.SearchResults{Ref: "s", Results: []ipc.SearchHit{{Turn: ipc.Turn{ID: "1", Role: "user", Content: "about tea", Mode: ipc.ModeText}, Score: defaultSearchResults}}}
 	if diff := cmp.Diff(want, res); diff != "" {
 		t.Errorf("search results (-want +got):\n%s", diff)
 	}
