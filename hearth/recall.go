@@ -239,21 +239,32 @@ const (
 func (rs *recallSystem) memories(ctx context.Context, req MemoryRequest) string {
 	ctx, cancel := context.WithTimeout(ctx, memoryTimeout)
 	defer cancel()
+	q := recall.Query{Text: req.Query}
+	if rs.embedder != nil && req.Turns > 0 && req.Tools > 0 {
+		// Both searches share one embedding of the query.
+		v, err := rs.searcher.EmbedQuery(ctx, req.Query)
+		if err != nil {
+			rs.log.Warn("recall: cannot embed the query; relevant memories are lexical only", "err", err)
+			v = make([]float32, rs.embedder.Dim())
+		}
+		q.Vector = v
+	}
 	var turns, results []recall.Hit
 	var wg sync.WaitGroup
-	wg.Go(func() { turns = rs.relevant(ctx, req.Query, recall.KindTurn, req.Turns) })
-	wg.Go(func() { results = rs.relevant(ctx, req.Query, recall.KindTool, req.Tools) })
+	wg.Go(func() { turns = rs.relevant(ctx, q, recall.KindTurn, req.Turns) })
+	wg.Go(func() { results = rs.relevant(ctx, q, recall.KindTool, req.Tools) })
 	wg.Wait()
 	return memoryBlock(req, turns, results)
 }
 
 // relevant searches documents of one kind, enough of them to fill
 // allowance; none when the search fails or is too slow.
-func (rs *recallSystem) relevant(ctx context.Context, query, kind string, allowance int) []recall.Hit {
+func (rs *recallSystem) relevant(ctx context.Context, q recall.Query, kind string, allowance int) []recall.Hit {
 	if allowance <= 0 {
 		return nil
 	}
-	hits, err := rs.searcher.Search(ctx, recall.Query{Text: query, K: memoryHits(allowance), Filter: recall.Filter{Kinds: []string{kind}}})
+	q.K, q.Filter = memoryHits(allowance), recall.Filter{Kinds: []string{kind}}
+	hits, err := rs.searcher.Search(ctx, q)
 	if err != nil {
 		rs.log.Debug("no relevant memories for this turn", "kind", kind, "err", err)
 		return nil

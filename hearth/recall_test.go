@@ -348,3 +348,46 @@ func TestRecallOpenStopsWithTheDaemon(t *testing.T) {
 		t.Errorf("health = %+v", h)
 	}
 }
+
+// countingEmbedder embeds every text as [1, 0] and counts its calls.
+type countingEmbedder struct{ calls atomic.Int32 }
+
+func (*countingEmbedder) Name() string { return "counting:2" }
+func (*countingEmbedder) Dim() int     { return 2 }
+func (e *countingEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	e.calls.Add(1)
+	out := make([][]float32, len(texts))
+	for i := range out {
+		out[i] = []float32{1, 0}
+	}
+	return out, nil
+}
+
+// TestRecallMemoriesEmbedOnce: the turn and tool searches of one block
+// share one embedding of the query (with a remote embedder, one request
+// per turn rather than two).
+func TestRecallMemoriesEmbedOnce(t *testing.T) {
+	docs := gardenDocs(3)
+	ix, err := embedded.Open(filepath.Join(t.TempDir(), "index"), embedded.Options{Dim: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	vecs := make([][]float32, len(docs))
+	for i := range vecs {
+		vecs[i] = []float32{1, 0}
+	}
+	if err := ix.Upsert(context.Background(), docs, vecs); err != nil {
+		t.Fatal(err)
+	}
+	emb := &countingEmbedder{}
+	rs := &recallSystem{index: ix, embedder: emb, searcher: &recall.Searcher{Index: ix, Embedder: emb}, log: slog.New(slog.DiscardHandler)}
+	block := rs.memories(context.Background(), MemoryRequest{Query: "tomatoes in the garden", Turns: 500, Tools: 500})
+	secs := sections(t, block)
+	if secs[turnsHeading] == "" || secs[toolsHeading] == "" {
+		t.Fatalf("block = %q, want both sections", block)
+	}
+	if n := emb.calls.Load(); n != 1 {
+		t.Errorf("embedder called %d times for one block, want 1", n)
+	}
+}

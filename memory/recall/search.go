@@ -135,6 +135,10 @@ type Query struct {
 	// At is "now" for relative dates in Text and for recency; zero means
 	// Opts.Now().
 	At time.Time
+	// Vector, when not nil, is Text's embedding, made by the caller (who
+	// searches one text several times and embeds it once); all zeros means
+	// no vector signal. Nil: Search embeds Text itself.
+	Vector []float32
 }
 
 // Hit is one result with its provenance.
@@ -373,17 +377,16 @@ func (s *Searcher) Search(ctx context.Context, q Query) ([]Hit, error) {
 	}
 	var vecErr error
 	if vector {
-		vecs, err := s.Embedder.Embed(ctx, []string{q.Text})
-		if err == nil && len(vecs) != 1 {
-			err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vecs))
+		v, err := q.Vector, error(nil)
+		if v == nil {
+			v, err = s.EmbedQuery(ctx, q.Text)
 		}
 		switch {
 		case err != nil:
-			vecErr = fmt.Errorf("recall: embed query: %w", err)
-		case isZero(vecs[0]):
+			vecErr = err
+		case isZero(v):
 			// The embedder knows none of the words: no vector signal.
 		default:
-			v := vecs[0]
 			add(o.VectorWeight, false, false, func() ([]Scored, error) { return s.Index.Vector(ctx, v, o.Candidates, q.Filter) })
 			if dated {
 				add(o.VectorWeight, false, true, func() ([]Scored, error) { return s.Index.Vector(ctx, v, o.Candidates, nearWindow) })
@@ -500,6 +503,22 @@ func (s *Searcher) Search(ctx context.Context, q Query) ([]Hit, error) {
 		}
 	}
 	return hits[:min(k, len(hits))], nil
+}
+
+// EmbedQuery embeds a query's text as Search does, for a caller that
+// passes it as Query.Vector to several searches.
+func (s *Searcher) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	if s.Embedder == nil {
+		return nil, ErrNoEmbedder
+	}
+	vecs, err := s.Embedder.Embed(ctx, []string{text})
+	if err == nil && len(vecs) != 1 {
+		err = fmt.Errorf("embedder returned %d vectors for 1 text", len(vecs))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("recall: embed query: %w", err)
+	}
+	return vecs[0], nil
 }
 
 func isZero(v []float32) bool {

@@ -801,3 +801,22 @@ func TestTimeWeight(t *testing.T) {
 		})
 	}
 }
+
+// TestQueryVector: a query carrying its embedding is not embedded again,
+// and its vector is what the vector ranking gets.
+func TestQueryVector(t *testing.T) {
+	ix := &fixedIndex{lex: ranked("a"), vec: ranked("b"), docs: map[string]Doc{"a": {ID: "a", TS: t0}, "b": {ID: "b", TS: t0}}}
+	s := &Searcher{Index: ix, Embedder: constEmbedder{err: errors.New("must not be called")}, Opts: fusionOnly(1, 1, 10)}
+	hits, err := s.Search(context.Background(), Query{Text: "q", Vector: []float32{0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, hitIDs(hits)); diff != "" {
+		t.Errorf("order (-want +got):\n%s", diff)
+	}
+	// All zeros: no vector signal, lexical only.
+	hits, err = s.Search(context.Background(), Query{Text: "q", Vector: []float32{0, 0}})
+	if err != nil || len(hits) != 1 || hits[0].Doc.ID != "a" {
+		t.Errorf("zero vector: hits %v, err %v; want a alone", hitIDs(hits), err)
+	}
+}
