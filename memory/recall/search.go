@@ -215,11 +215,14 @@ const maxMentionSpan = 62 * 24 * time.Hour
 // About reports whether d is about the window w: it was said in w, or its
 // text names a date in w (relative dates read from when it was said).
 func About(d Doc, w Window) bool {
-	if w.Contains(d.TS) {
-		return true
-	}
+	return w.Contains(d.TS) || mentionsIn(DateMentions(d.Text, d.TS), w)
+}
+
+// mentionsIn reports whether one of a document's date mentions falls in w
+// and is no wider than max(maxMentionSpan, w's span).
+func mentionsIn(mentions []Window, w Window) bool {
 	span := max(maxMentionSpan, w.Until.Sub(w.Since))
-	for _, m := range DateMentions(d.Text, d.TS) {
+	for _, m := range mentions {
 		if m.Until.Sub(m.Since) <= span && m.Overlaps(w) {
 			return true
 		}
@@ -244,11 +247,12 @@ func AsksWhen(query string) bool {
 	return false
 }
 
-// namesOtherTime reports whether d's text names a time other than the day
-// it was said: a turn that can answer "when".
-func namesOtherTime(d Doc) bool {
-	for _, m := range DateMentions(d.Text, d.TS) {
-		if !m.Contains(d.TS) {
+// namesOtherTime reports whether a document said at ts with these date
+// mentions names a time other than the day it was said: a turn that can
+// answer "when".
+func namesOtherTime(mentions []Window, ts time.Time) bool {
+	for _, m := range mentions {
+		if !m.Contains(ts) {
 			return true
 		}
 	}
@@ -432,6 +436,9 @@ func (s *Searcher) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recall: search: %w", err)
 	}
+	// Dated questions and questions asking when read each candidate's
+	// date mentions, once.
+	asksWhen := o.TimeWeight > 0 && AsksWhen(q.Text)
 	cands := make([]*cand, 0, len(docs))
 	for _, d := range docs {
 		c := byID[d.ID]
@@ -440,7 +447,11 @@ func (s *Searcher) Search(ctx context.Context, q Query) ([]Hit, error) {
 		}
 		c.hit.Doc = d
 		c.hit.Recency = Recency(at.Sub(d.TS), o.RecencyHalfLife)
-		c.hit.InWindow = dated && About(d, window)
+		if dated || asksWhen {
+			mentions := DateMentions(d.Text, d.TS)
+			c.hit.InWindow = dated && (window.Contains(d.TS) || mentionsIn(mentions, window))
+			c.hit.Timed = asksWhen && namesOtherTime(mentions, d.TS)
+		}
 		cands = append(cands, c)
 	}
 
@@ -463,15 +474,13 @@ func (s *Searcher) Search(ctx context.Context, q Query) ([]Hit, error) {
 		}
 	}
 	named := namedRoles(q.Text)
-	asksWhen := AsksWhen(q.Text)
 	for _, c := range cands {
 		d := c.hit.Doc
 		c.hit.Score = c.fused + o.RecencyWeight*c.hit.Recency + o.SalienceWeight*float64(d.Salience)
 		if c.hit.InWindow {
 			c.hit.Score += o.DateWeight
 		}
-		if asksWhen && o.TimeWeight > 0 && namesOtherTime(d) {
-			c.hit.Timed = true
+		if c.hit.Timed {
 			c.hit.Score += o.TimeWeight
 		}
 		if named(d.Role) {
