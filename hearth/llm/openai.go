@@ -41,10 +41,7 @@ type OpenAI struct {
 // reach a provider that cfg did not name.
 func NewOpenAI(cfg Config, httpClient *http.Client) *OpenAI {
 	name := cmp.Or(cfg.Provider, ProviderOpenAI)
-	model, base := DefaultOpenAIModel, DefaultOpenAIBaseURL
-	if name == ProviderXAI {
-		model, base = DefaultXAIModel, DefaultXAIBaseURL
-	}
+	model, base := protocolDefaults(name)
 	opts := sdkOptions(cfg, base, httpClient)
 	return &OpenAI{
 		name:    name,
@@ -312,6 +309,15 @@ func withCause(cause, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", cause, err)
+}
+
+// protocolDefaults are the model and base URL of an OpenAI-protocol
+// provider: xAI's for "xai", OpenAI's otherwise.
+func protocolDefaults(provider string) (model, base string) {
+	if provider == ProviderXAI {
+		return DefaultXAIModel, DefaultXAIBaseURL
+	}
+	return DefaultOpenAIModel, DefaultOpenAIBaseURL
 }
 
 // sdkOptions are the openai-go options of both OpenAI-protocol adapters:

@@ -50,10 +50,7 @@ type Responses struct {
 // gives it a logger.
 func NewResponses(cfg Config, httpClient *http.Client) *Responses {
 	name := cmp.Or(cfg.Provider, ProviderXAI)
-	model, base := DefaultXAIModel, DefaultXAIBaseURL
-	if name == ProviderOpenAI {
-		model, base = DefaultOpenAIModel, DefaultOpenAIBaseURL
-	}
+	model, base := protocolDefaults(name)
 	opts := sdkOptions(cfg, base, httpClient)
 	return &Responses{
 		name:        name,
