@@ -1,10 +1,10 @@
 package hearth
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/mnemo/mnemo/memory"
 )
 
 // Context budget defaults and bounds, in estimated tokens (see
@@ -82,62 +82,5 @@ func (b ContextBudget) Allowance() Allowance {
 // estimateTokens is the one token estimate hearth uses: 4 bytes a token,
 // rounded up, so any non-empty text is at least 1.
 func estimateTokens(s string) int {
-	return (len(s) + 3) / 4
-}
-
-// budgetResolver gives each turn its context budget: the base (the
-// -context-budget flag over the default) overridden by the "context"
-// object of PreferencesFile, which is read every time so that an edit
-// applies on the next turn. An invalid override is logged once and the
-// base applies.
-type budgetResolver struct {
-	prefs *prefsReader
-	base  ContextBudget
-}
-
-// Resolve returns the budget for the next turn.
-func (r *budgetResolver) Resolve() ContextBudget {
-	p, ok := r.prefs.read()
-	if !ok || len(p.Context) == 0 {
-		return r.base
-	}
-	b, err := overrideBudget(r.base, p.Context)
-	if err != nil {
-		r.prefs.warnOnce("context", "ignoring the context budget in "+PreferencesFile+"; using "+budgetString(r.base), err)
-		return r.base
-	}
-	r.prefs.clear("context")
-	return b
-}
-
-// overrideBudget applies a "context" object to base: the fields it names
-// replace base's, and the result must be valid.
-func overrideBudget(base ContextBudget, raw json.RawMessage) (ContextBudget, error) {
-	b := base
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		return base, fmt.Errorf("context: %w", err)
-	}
-	if err := b.Validate(); err != nil {
-		return base, err
-	}
-	return b, nil
-}
-
-func budgetString(b ContextBudget) string {
-	return fmt.Sprintf("%d tokens, %d/%d/%d%%", b.Tokens, b.Shares.Recent, b.Shares.Memories, b.Shares.Tools)
-}
-
-// baseBudget is the default budget with the -context-budget flag's total,
-// when given.
-func baseBudget(tokens int) (ContextBudget, error) {
-	b := DefaultContextBudget()
-	if tokens != 0 {
-		b.Tokens = tokens
-	}
-	if err := b.Validate(); err != nil {
-		return b, fmt.Errorf("-context-budget: %w", err)
-	}
-	return b, nil
+	return memory.EstimateTokens(s)
 }

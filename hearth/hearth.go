@@ -1,6 +1,9 @@
-// Package hearth is the mnemo daemon: it owns the one persistent
-// conversation, its journal and the model, and serves protocol v1 (package
-// ipc) to every connected client over TCP.
+// Package hearth is mnemo's core: the one owner of the conversation, its
+// journal and the agent turn. It knows no transport: commands are methods
+// (Send, AddTranscript, Cancel, Confirm, Search, Health), and what happens
+// is published as typed events to subscribers (Subscribe, Watch: a
+// snapshot, then deltas). Doors — the NDJSON server (hearth/ndjson), the
+// in-process client (hearth/local) — are thin adapters over both.
 package hearth
 
 import (
@@ -8,22 +11,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mnemo/mnemo/hearth/agent"
 	"github.com/mnemo/mnemo/hearth/llm"
-	"github.com/mnemo/mnemo/hearth/tools"
-	"github.com/mnemo/mnemo/ipc"
+	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
 )
 
-// Model streams one reply. *llm.OpenAI implements it.
+// Model streams one reply. The hearth/llm adapters implement it.
 type Model interface {
 	Stream(ctx context.Context, req llm.Request, onText func(string)) (llm.Response, error)
 	Name() string
@@ -36,57 +35,62 @@ type Journal interface {
 	Tail(n int) ([]journal.Record, error)
 }
 
+// Models picks the model of each turn (the owner's preferences may change
+// it between turns). Its error is safe to show: it says what to configure.
+type Models interface {
+	Resolve() (Model, error)
+}
+
+// Budgets gives the context budget of each turn.
+type Budgets interface {
+	Budget() ContextBudget
+}
+
+// Memory is what the core needs from durable memory beyond the journal.
+type Memory interface {
+	// Relevant is the injected block of older turns and tool results
+	// relevant to req.Query, within its allowances; "" when none.
+	Relevant(ctx context.Context, req memory.ContextRequest) string
+	// Search answers a memory search, its filters applied.
+	Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
+	// Notify is told the id of every committed record; it must not block.
+	Notify(id string)
+	// Health reports the index's progress; nil while it first opens.
+	Health() *memory.IndexHealth
+}
+
+// Anchor gives the system messages that open every session: the agent's
+// instructions and the continuity anchor.
+type Anchor interface {
+	SessionContext() ([]llm.Message, error)
+}
+
 // Config configures a Hearth. Zero values take the documented defaults.
 type Config struct {
 	Journal Journal // required
-	Token   string  // required: the token clients must present
-	// Model answers messages; nil means no provider is configured, and
-	// NoModel says why (shown to clients, so it must be safe to display).
-	Model   Model
-	NoModel error
-	// Resolve, when set, picks the model for each turn (the owner's
-	// preference file is read every time), overriding Model.
-	Resolve func() (Model, error)
+	// Models answers messages; nil means no provider is configured.
+	Models Models
+	// Budgets, when set, gives each turn's context budget; else Budget
+	// (zero: DefaultContextBudget) applies.
+	Budgets Budgets
+	Budget  ContextBudget
+	// Memory injects relevant memories and answers searches; nil: none.
+	Memory Memory
 	// Tools are offered to the model; nil offers none.
 	Tools agent.Tools
-	// Memories returns injected context of older turns and tool results
-	// relevant to the newest message, each part within its allowance and
-	// leaving out the ids already in the context window; nil injects none.
-	Memories func(ctx context.Context, req MemoryRequest) string
-	// Budget is the context budget of every turn; the zero value takes
-	// DefaultContextBudget. ResolveBudget, when set, overrides it for each
-	// turn (the owner's preference file is read every time).
-	Budget        ContextBudget
-	ResolveBudget func() ContextBudget
-	// OnAppend is told the id of every record hearth appends (the indexer
-	// listens); it must not block.
-	OnAppend func(id string)
-	// IndexHealth reports the recall indexer's progress; nil when recall
-	// is off.
-	IndexHealth func() *ipc.IndexHealth
-	// Search answers clients' search requests, applying the request's
-	// filters (validated, K within bounds); nil means unavailable.
-	Search func(ctx context.Context, req tools.SearchRequest) ([]tools.Hit, error)
-	// Context returns the system messages injected at the start of every
-	// session (AGENT.md, the continuity anchor). It is called before the
-	// first turn of each hearth session; nil injects nothing.
-	Context func() ([]llm.Message, error)
+	// Anchor opens every session; nil injects nothing.
+	Anchor Anchor
 
-	HistoryTurns     int           // turns sent to a client on connect; default 50
-	ContextTurns     int           // most turns sent to the model, within the budget; default 100
-	MaxClients       int           // concurrent connections; default 64
-	ClientQueue      int           // frames queued per client before it is dropped; default 1024
-	ClientBudget     int           // bytes queued per client before it is dropped; default 4 MiB
-	DropGrace        time.Duration // how long a dropped client may take to read why; default 5s
-	TurnQueue        int           // messages waiting for the agent; default 256
-	MaxReplyBytes    int           // a longer reply is cut short and stored incomplete; default 1 MiB
-	MaxIterations    int           // safety bound on model calls per turn; 0 = none
-	ToolTimeout      time.Duration // per tool call unless the tool sets one; default 60s
-	ConfirmTimeout   time.Duration // how long a confirm tool waits for the owner; default 2m
-	HandshakeTimeout time.Duration // default 10s
-	ShutdownGrace    time.Duration // how long a turn in flight may finish on shutdown; default 10s
-	Version          string        // reported in history
-	Log              *slog.Logger
+	HistoryTurns   int           // records in a snapshot; default 50
+	ContextTurns   int           // most records sent to the model, within the budget; default 100
+	TurnQueue      int           // messages waiting for the agent; default 256
+	MaxReplyBytes  int           // a longer reply is cut short and stored incomplete; default 1 MiB
+	MaxIterations  int           // safety bound on model calls per turn; 0 = none
+	ToolTimeout    time.Duration // per tool call unless the tool sets one; default 60s
+	ConfirmTimeout time.Duration // how long a confirm tool waits for the owner; default 2m
+	ShutdownGrace  time.Duration // how long a turn in flight may finish on shutdown; default 10s
+	Version        string        // reported in snapshots
+	Log            *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -95,18 +99,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.ContextTurns <= 0 {
 		c.ContextTurns = 100
-	}
-	if c.MaxClients <= 0 {
-		c.MaxClients = 64
-	}
-	if c.ClientQueue <= 0 {
-		c.ClientQueue = 1024
-	}
-	if c.ClientBudget <= 0 {
-		c.ClientBudget = 4 << 20
-	}
-	if c.DropGrace <= 0 {
-		c.DropGrace = 5 * time.Second
 	}
 	if c.Budget == (ContextBudget{}) {
 		c.Budget = DefaultContextBudget()
@@ -120,9 +112,6 @@ func (c *Config) setDefaults() {
 	if c.TurnQueue <= 0 {
 		c.TurnQueue = 256
 	}
-	if c.HandshakeTimeout <= 0 {
-		c.HandshakeTimeout = 10 * time.Second
-	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 10 * time.Second
 	}
@@ -134,47 +123,62 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// conversationID names the one conversation hearth keeps.
-const conversationID = "main"
+// MainConversation names the conversation every client shares.
+const MainConversation = "main"
 
-// Hearth owns the conversation and its clients.
+// Features this core offers, listed in every snapshot so that clients
+// decide from them instead of guessing (DESIGN.md documents each).
+var coreFeatures = []string{"cancel", "confirm", "health", "search", "search_filters", "tools", "transcript"}
+
+// Hearth is the state owner: the conversation, its subscribers and the
+// one commit path to the journal.
 type Hearth struct {
-	cfg    Config
-	log    *slog.Logger
-	turns  chan turnReq
-	nconns atomic.Int64
-	nextID atomic.Uint64
+	cfg     Config
+	log     *slog.Logger
+	nextSub atomic.Uint64
+	conv    *conversation
+	// commitMu orders commits, so that subscribers see records in the
+	// order the journal holds them.
+	commitMu sync.Mutex
 
 	mu      sync.Mutex
-	clients map[*client]struct{}
-	recent  []journal.Record // the last keep turns, oldest first
-	keep    int
+	subs    map[*Subscription]struct{}
+	closing bool
+	dropped int // subscribers cut off for falling behind
+}
+
+// conversation is one conversation's state: its recent records, the reply
+// streaming now, its queue of turns and its confirmations. The fields
+// after the queue are guarded by Hearth.mu.
+type conversation struct {
+	id    string
+	keep  int
+	turns chan turnReq
+
+	recent  []journal.Record // the last keep records, oldest first
 	state   string
 	pending strings.Builder // the reply streaming now
-	closing bool
+	closed  bool            // the queue was drained: nothing more is accepted
 	// cancelTurn cancels the turn in flight; nil when idle.
 	cancelTurn context.CancelCauseFunc
 	// confirms holds the answer channels of pending confirmations.
 	confirms map[string]chan bool
-	// current is the model of the latest turn, reported in history.
+	// current is the model of the latest turn, reported in snapshots.
 	current Model
 }
 
 // turnReq is a message or transcript waiting its turn.
 type turnReq struct {
-	from *client
-	rec  journal.Record
-	ref  string
+	rec journal.Record
+	ref string
 }
 
-// New returns a Hearth over cfg, with the recent turns read from the journal.
+// New returns a Hearth over cfg, with the recent records read from the
+// journal. Nothing runs until Run.
 func New(cfg Config) (*Hearth, error) {
 	cfg.setDefaults()
 	if cfg.Journal == nil {
 		return nil, errors.New("hearth: no journal")
-	}
-	if cfg.Token == "" {
-		return nil, errors.New("hearth: no auth token")
 	}
 	if err := cfg.Budget.Validate(); err != nil {
 		return nil, fmt.Errorf("hearth: %w", err)
@@ -185,332 +189,173 @@ func New(cfg Config) (*Hearth, error) {
 		return nil, fmt.Errorf("hearth: read journal: %w", err)
 	}
 	h := &Hearth{
-		cfg:      cfg,
-		log:      cfg.Log,
-		turns:    make(chan turnReq, cfg.TurnQueue),
-		clients:  make(map[*client]struct{}),
-		recent:   recent,
-		keep:     keep,
-		confirms: make(map[string]chan bool),
-		state:    ipc.StateIdle,
+		cfg:  cfg,
+		log:  cfg.Log,
+		subs: make(map[*Subscription]struct{}),
+		conv: &conversation{
+			id:       MainConversation,
+			keep:     keep,
+			turns:    make(chan turnReq, cfg.TurnQueue),
+			recent:   recent,
+			state:    StateIdle,
+			confirms: make(map[string]chan bool),
+		},
 	}
-	h.current, _ = h.model()
+	if cfg.Models != nil {
+		h.conv.current, _ = cfg.Models.Resolve()
+	}
 	return h, nil
 }
 
-// Run serves clients on ln until ctx ends, then shuts down in order: stop
-// accepting, let the turn in flight finish within ShutdownGrace (else
-// cancel it), store what is queued, say goodbye to clients. Run closes ln.
-func (h *Hearth) Run(ctx context.Context, ln net.Listener) error {
-	convDone := make(chan struct{})
+// Run answers the conversation until ctx ends, then shuts down in order:
+// the turn in flight may finish within ShutdownGrace (else it is
+// cancelled and what streamed is stored), what is still queued is stored
+// unanswered, and every subscription ends with ErrShuttingDown after what
+// was queued for it. Run returns when all that is done.
+func (h *Hearth) Run(ctx context.Context) error {
 	turnCtx, cancelTurns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTurns()
-	go func() {
-		defer close(convDone)
-		h.converse(ctx, turnCtx)
-	}()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(h.cfg.ShutdownGrace, cancelTurns)
+		context.AfterFunc(turnCtx, func() { t.Stop() })
+	})
+	defer stop()
 
-	var wg sync.WaitGroup
-	acceptErr := make(chan error, 1)
-	go func() {
-		acceptErr <- h.accept(ln, &wg)
-	}()
-
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-acceptErr:
-		err = fmt.Errorf("hearth: accept: %w", err)
-	}
-	ln.Close()
+	h.converse(ctx, turnCtx, h.conv)
 	h.log.Info("shutting down")
-
-	grace := time.AfterFunc(h.cfg.ShutdownGrace, cancelTurns)
-	defer grace.Stop()
-	if err != nil {
-		cancelTurns()
-	}
-	<-convDone
 
 	h.mu.Lock()
 	h.closing = true
-	for c := range h.clients {
-		c.kick(&ipc.Error{Code: ipc.CodeShuttingDown, Message: "hearth is shutting down"})
+	for s := range h.subs {
+		h.cutLocked(s, ErrShuttingDown)
 	}
 	h.mu.Unlock()
-	wg.Wait()
-	return err
+	return nil
 }
 
-func (h *Hearth) accept(ln net.Listener, wg *sync.WaitGroup) error {
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h.serve(nc)
-		}()
-	}
-}
-
-// converse processes turns one at a time, in arrival order. When ctx ends
-// it finishes the turn in flight (turnCtx bounds it) and stores, without
-// answering, whatever is still queued, so no acknowledged-to-be message is
-// dropped on the floor.
-func (h *Hearth) converse(ctx, turnCtx context.Context) {
+// converse processes c's turns one at a time, in arrival order. When ctx
+// ends it finishes the turn in flight (turnCtx bounds it) and stores,
+// without answering, whatever is still queued.
+func (h *Hearth) converse(ctx, turnCtx context.Context, c *conversation) {
 	var sess *session
 	for {
 		select {
 		case <-ctx.Done():
-			h.drainQueue(turnCtx)
+			h.drain(turnCtx, c)
 			return
-		case req := <-h.turns:
-			if sess == nil && req.rec.Role == ipc.RoleUser && req.rec.Mode == ipc.ModeText {
-				sess = h.startSession(turnCtx)
+		case req := <-c.turns:
+			if sess == nil && req.rec.Role == memory.RoleUser && req.rec.Mode == memory.ModeText {
+				sess = h.startSession(turnCtx, c)
 			}
 			if sess == nil {
-				sess = &session{} // history before the first question
-				h.handleTurn(turnCtx, req, sess)
-				sess = nil
+				h.handleTurn(turnCtx, c, req, &session{}) // history before the first question
 				continue
 			}
-			h.handleTurn(turnCtx, req, sess)
+			h.handleTurn(turnCtx, c, req, sess)
 		}
 	}
 }
 
-// session is what a hearth session injects: the system messages made as
-// it starts (AGENT.md, the continuity anchor, memories relevant to where
-// the conversation left off) and the records those memories showed. Only
-// the converse goroutine uses it.
-type session struct {
-	system   []llm.Message
-	injected map[string]bool
-	opened   bool // system holds an opening memory block, which takes half the memory allowances
-}
-
-// sessionTurns is how many of the last turns before a session starts make
-// the query for its opening memories.
-const sessionTurns = 4
-
-// startSession makes the session context before its first turn: the
-// continuity context, and, when recall is on, the older memories relevant
-// to the last turns before this session (seed 004: "what's relevant to
-// now", injected once per session, never journaled).
-func (h *Hearth) startSession(ctx context.Context) *session {
-	sess := &session{system: h.sessionContext(), injected: map[string]bool{}}
-	if h.cfg.Memories == nil {
-		return sess
-	}
-	allow := h.budget().Allowance()
+// drain closes c's queue and stores what it holds. A request that comes
+// after is refused (see enqueue), never lost.
+func (h *Hearth) drain(ctx context.Context, c *conversation) {
 	h.mu.Lock()
-	window := contextWindow(h.recent, h.cfg.ContextTurns, allow.Recent)
-	var query []string
-	for i := len(h.recent) - 1; i >= 0 && len(query) < sessionTurns; i-- {
-		if r := h.recent[i]; (r.Role == ipc.RoleUser || r.Role == ipc.RoleAgent) && strings.TrimSpace(r.Text) != "" {
-			query = append(query, r.Text)
-		}
-	}
+	c.closed = true
 	h.mu.Unlock()
-	if len(query) == 0 {
-		return sess // a first conversation: nothing to recall yet
-	}
-	slices.Reverse(query)
-	req := MemoryRequest{
-		Query: strings.Join(query, "\n"), Exclude: make(map[string]bool, len(window)),
-		Turns: allow.Memories / 2, Tools: allow.Tools / 2, Session: true, Injected: sess.injected,
-	}
-	for _, r := range window {
-		req.Exclude[r.ID] = true
-	}
-	block := h.cfg.Memories(ctx, req)
-	if block == "" {
-		return sess
-	}
-	sess.opened = true
-	if len(sess.system) > 0 && sess.system[0].Role == llm.RoleSystem {
-		sess.system[0].Content += "\n\n" + block
-	} else {
-		sess.system = append([]llm.Message{{Role: llm.RoleSystem, Content: block}}, sess.system...)
-	}
-	return sess
-}
-
-func (h *Hearth) drainQueue(ctx context.Context) {
 	for {
 		select {
-		case req := <-h.turns:
-			h.store(ctx, req)
+		case req := <-c.turns:
+			h.store(ctx, c, req)
 		default:
 			return
 		}
 	}
 }
 
-func (h *Hearth) sessionContext() []llm.Message {
-	if h.cfg.Context == nil {
-		return nil
-	}
-	msgs, err := h.cfg.Context()
-	if err != nil {
-		h.log.Warn("session context unavailable; continuing without it", "err", err)
-	}
-	return msgs
-}
-
-// store appends req to the journal and tells every client. It reports
-// whether the turn was stored.
-func (h *Hearth) store(ctx context.Context, req turnReq) (journal.Record, bool) {
-	rec, err := h.cfg.Journal.Append(ctx, req.rec)
+// commit is the one journal writer: it appends rec (fsync'd before it
+// returns), tells memory once, keeps the record among c's recent ones and
+// publishes exactly one event for it, made by ev, followed by then (events
+// that go with it, such as a state change), all under the lock, in
+// journal order.
+func (h *Hearth) commit(ctx context.Context, c *conversation, rec journal.Record, ev func(journal.Record) Event, then ...Event) (journal.Record, error) {
+	h.commitMu.Lock()
+	defer h.commitMu.Unlock()
+	stored, err := h.cfg.Journal.Append(ctx, rec)
 	if err != nil {
 		h.log.Error("journal append failed", "err", err)
-		h.broadcast(&ipc.Error{Code: ipc.CodeInternal, Message: "hearth could not store the message; it was not sent", Ref: req.ref})
+		return stored, err
+	}
+	if h.cfg.Memory != nil {
+		h.cfg.Memory.Notify(stored.ID)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c.rememberLocked(stored)
+	h.publishLocked(ev(stored))
+	for _, e := range then {
+		h.publishLocked(e)
+	}
+	return stored, nil
+}
+
+// store commits a message or transcript; false when it was not stored
+// (every subscriber is told, with the sender's ref).
+func (h *Hearth) store(ctx context.Context, c *conversation, req turnReq) (journal.Record, bool) {
+	rec, err := h.commit(ctx, c, req.rec, func(r journal.Record) Event { return &TurnStored{Record: r, Ref: req.ref} })
+	if err != nil {
+		h.publish(&Problem{Code: CodeInternal, Message: "hearth could not store the message; it was not sent", Ref: req.ref})
 		return rec, false
 	}
-	h.appended(rec)
-	h.mu.Lock()
-	h.rememberLocked(rec)
-	h.broadcastLocked(&ipc.TurnStored{Turn: wireTurn(rec), Ref: req.ref})
-	h.mu.Unlock()
 	return rec, true
 }
 
-func (h *Hearth) setState(s, detail string) {
+// rememberLocked keeps rec among the recent records.
+func (c *conversation) rememberLocked(rec journal.Record) {
+	c.recent = append(c.recent, rec)
+	if n := len(c.recent); n > 2*c.keep {
+		c.recent = append(c.recent[:0], c.recent[n-c.keep:]...)
+	}
+}
+
+func (h *Hearth) setState(c *conversation, s, detail string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.state = s
-	h.broadcastLocked(&ipc.Status{State: s, Detail: detail})
+	c.state = s
+	h.publishLocked(&StateChanged{State: s, Detail: detail})
 }
 
-// appended tells the listener (the indexer) about a stored record.
-func (h *Hearth) appended(rec journal.Record) {
-	if h.cfg.OnAppend != nil {
-		h.cfg.OnAppend(rec.ID)
+// snapshotLocked is the conversation as a new subscriber starts from.
+func (h *Hearth) snapshotLocked() *Snapshot {
+	c := h.conv
+	turns := c.recent[max(0, len(c.recent)-h.cfg.HistoryTurns):]
+	snap := &Snapshot{
+		Conversation: c.id,
+		Turns:        append([]journal.Record(nil), turns...),
+		State:        c.state,
+		Pending:      c.pending.String(),
+		Version:      h.cfg.Version,
+		Features:     h.features(),
 	}
-}
-
-// rememberLocked keeps rec among the recent turns.
-func (h *Hearth) rememberLocked(rec journal.Record) {
-	h.recent = append(h.recent, rec)
-	if n := len(h.recent); n > 2*h.keep {
-		h.recent = append(h.recent[:0], h.recent[n-h.keep:]...)
+	if c.current != nil {
+		snap.Provider, snap.Model = c.current.Name(), c.current.Model()
 	}
+	return snap
 }
 
-func (h *Hearth) broadcast(m ipc.Msg) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.broadcastLocked(m)
-}
-
-func (h *Hearth) broadcastLocked(m ipc.Msg) {
-	frame, err := ipc.Encode(m)
-	if err != nil {
-		h.log.Error("encode event", "type", m.Type(), "err", err)
-		return
-	}
-	h.sendFrameLocked(frame)
-}
-
-// sendFrameLocked queues one encoded frame to every client. A client whose
-// queue is full is dropped; it reconnects and resyncs from history.
-func (h *Hearth) sendFrameLocked(frame []byte) {
-	for c := range h.clients {
-		if !c.send(frame) {
-			h.dropLocked(c, errSlowClient)
+func (h *Hearth) features() []string {
+	f := append([]string(nil), coreFeatures...)
+	if h.cfg.Memory == nil {
+		f = f[:0]
+		for _, s := range coreFeatures {
+			if s != "search" && s != "search_filters" {
+				f = append(f, s)
+			}
 		}
 	}
+	return f
 }
 
-var errSlowClient = &ipc.Error{Code: ipc.CodeSlowClient, Message: "this client fell behind and was disconnected; reconnect to resync"}
-
-func (h *Hearth) dropLocked(c *client, why *ipc.Error) {
-	delete(h.clients, c)
-	h.log.Warn("dropping client", "client", c.id, "reason", why.Code)
-	c.kick(why)
-}
-
-// snapshotLocked is the history a new client starts from.
-func (h *Hearth) snapshotLocked() *ipc.History {
-	turns := h.recent[max(0, len(h.recent)-h.cfg.HistoryTurns):]
-	hist := &ipc.History{
-		Turns:          make([]ipc.Turn, len(turns)),
-		Server:         "hearth/" + h.cfg.Version,
-		Protocol:       ipc.ProtocolVersion,
-		ConversationID: conversationID,
-		State:          h.state,
-		Pending:        h.pending.String(),
-	}
-	for i, r := range turns {
-		hist.Turns[i] = wireTurn(r)
-	}
-	if h.current != nil {
-		hist.Provider = h.current.Name()
-		hist.Model = h.current.Model()
-	}
-	return hist
-}
-
-func wireTurn(r journal.Record) ipc.Turn {
-	t := ipc.Turn{ID: r.ID, Role: r.Role, TS: r.TS, Mode: r.Mode, Incomplete: r.Incomplete}
-	t.Content, t.Truncated = cut(r.Text, ipc.MaxTurnContent)
-	for _, c := range r.ToolCalls {
-		t.ToolCalls = append(t.ToolCalls, ipc.ToolCall{ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Arguments), Reason: c.Reason})
-	}
-	if tr := r.Tool; tr != nil {
-		res := &ipc.ToolResult{ID: tr.CallID, Name: tr.Name, Arguments: rawArgs(tr.Arguments), Reason: tr.Reason, DurationMS: tr.DurationMS, Confirmed: tr.Confirmed}
-		if tr.Error != "" {
-			res.Error, _ = cut(tr.Error, maxToolSummary)
-		} else {
-			res.Result, _ = cut(r.Text, maxToolSummary)
-		}
-		t.Tool = res
-		t.Content, t.Truncated = "", false // the outcome is in Tool
-	}
-	return t
-}
-
-// maxToolSummary bounds a tool's result or error as clients see it; the
-// model and the journal get all of it.
-const maxToolSummary = 2 << 10
-
-// cut shortens s to at most n bytes on a rune boundary.
-func cut(s string, n int) (string, bool) {
-	if len(s) <= n {
-		return s, false
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n], true
-}
-
-// historyFrameLocked encodes the snapshot for a new client, dropping the
-// oldest turns until it fits in one line.
-func (h *Hearth) historyFrameLocked() ([]byte, error) {
-	hist := h.snapshotLocked()
-	for {
-		frame, err := ipc.Encode(hist)
-		if !errors.Is(err, ipc.ErrLineTooLong) {
-			return frame, err
-		}
-		switch {
-		case len(hist.Turns) > 0:
-			hist.Turns = hist.Turns[len(hist.Turns)/4+1:]
-		case hist.Pending != "":
-			hist.Pending = "" // the rest of the reply still streams
-		default:
-			return nil, err
-		}
-	}
+// Announce publishes a notice to every subscriber of ClassNotices.
+func (h *Hearth) Announce(n Notice) {
+	h.publish(&n)
 }

@@ -4,18 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mnemo/mnemo/hearth/agent"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/hearth/tools"
-	"github.com/mnemo/mnemo/ipc"
+	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
 )
 
 var (
 	errReplyTooLong = errors.New("reply exceeded MaxReplyBytes")
 	errCancelled    = errors.New("turn cancelled by a client")
+	errNoProvider   = errors.New("no model provider is configured")
 )
 
 // Fixed messages for errors clients see; details stay in the log.
@@ -28,79 +31,142 @@ const (
 	msgIterationLimit  = "the agent reached its configured limit of model calls for one turn"
 )
 
-func (h *Hearth) handleTurn(ctx context.Context, req turnReq, sess *session) {
-	if _, ok := h.store(ctx, req); !ok {
+// session is what a hearth session injects: the system messages made as
+// it starts (AGENT.md, the continuity anchor, memories relevant to where
+// the conversation left off) and the records those memories showed. Only
+// the converse goroutine uses it.
+type session struct {
+	system   []llm.Message
+	injected map[string]bool
+	opened   bool // system holds an opening memory block, which takes half the memory allowances
+}
+
+// sessionTurns is how many of the last turns before a session starts make
+// the query for its opening memories.
+const sessionTurns = 4
+
+// startSession makes the session context before its first turn: the
+// continuity context, and, when recall is on, the older memories relevant
+// to the last turns before this session (seed 004: "what's relevant to
+// now", injected once per session, never journaled).
+func (h *Hearth) startSession(ctx context.Context, c *conversation) *session {
+	sess := &session{system: h.sessionContext(), injected: map[string]bool{}}
+	if h.cfg.Memory == nil {
+		return sess
+	}
+	allow := h.budget().Allowance()
+	h.mu.Lock()
+	window := contextWindow(c.recent, h.cfg.ContextTurns, allow.Recent)
+	var query []string
+	for i := len(c.recent) - 1; i >= 0 && len(query) < sessionTurns; i-- {
+		if r := c.recent[i]; (r.Role == memory.RoleUser || r.Role == memory.RoleAgent) && strings.TrimSpace(r.Text) != "" {
+			query = append(query, r.Text)
+		}
+	}
+	h.mu.Unlock()
+	if len(query) == 0 {
+		return sess // a first conversation: nothing to recall yet
+	}
+	slices.Reverse(query)
+	req := memory.ContextRequest{
+		Query: strings.Join(query, "\n"), Exclude: make(map[string]bool, len(window)),
+		Turns: allow.Memories / 2, Tools: allow.Tools / 2, Session: true, Injected: sess.injected,
+	}
+	for _, r := range window {
+		req.Exclude[r.ID] = true
+	}
+	block := h.cfg.Memory.Relevant(ctx, req)
+	if block == "" {
+		return sess
+	}
+	sess.opened = true
+	if len(sess.system) > 0 && sess.system[0].Role == llm.RoleSystem {
+		sess.system[0].Content += "\n\n" + block
+	} else {
+		sess.system = append([]llm.Message{{Role: llm.RoleSystem, Content: block}}, sess.system...)
+	}
+	return sess
+}
+
+func (h *Hearth) sessionContext() []llm.Message {
+	if h.cfg.Anchor == nil {
+		return nil
+	}
+	msgs, err := h.cfg.Anchor.SessionContext()
+	if err != nil {
+		h.log.Warn("session context unavailable; continuing without it", "err", err)
+	}
+	return msgs
+}
+
+func (h *Hearth) handleTurn(ctx context.Context, c *conversation, req turnReq, sess *session) {
+	if _, ok := h.store(ctx, c, req); !ok {
 		return
 	}
-	if req.rec.Role != ipc.RoleUser || req.rec.Mode != ipc.ModeText {
+	if req.rec.Role != memory.RoleUser || req.rec.Mode != memory.ModeText {
 		return // transcripts are history, not questions: voice answers them
 	}
 	model, err := h.model()
 	if err != nil {
-		h.broadcast(&ipc.Error{Code: ipc.CodeNoProvider, Message: err.Error(), Ref: req.ref})
+		h.publish(&Problem{Code: CodeNoProvider, Message: err.Error(), Ref: req.ref})
 		return
 	}
 	h.mu.Lock()
-	h.current = model
+	c.current = model
 	h.mu.Unlock()
-	h.reply(ctx, model, req.ref, sess)
+	h.reply(ctx, c, model, req.ref, sess)
 }
 
-// model returns the model for this turn: the preference-resolved one when
-// hearth has a resolver (so a changed preference applies on the next
-// message), else the configured one.
+// model returns the model for this turn (a changed preference applies on
+// the next message).
 func (h *Hearth) model() (Model, error) {
-	if h.cfg.Resolve != nil {
-		m, err := h.cfg.Resolve()
-		if err != nil {
-			h.log.Warn("no model for this turn", "err", err)
-			return nil, err
-		}
-		return m, nil
+	if h.cfg.Models == nil {
+		return nil, errNoProvider
 	}
-	if h.cfg.Model == nil {
-		if h.cfg.NoModel != nil {
-			return nil, h.cfg.NoModel
-		}
-		return nil, errors.New("no model provider is configured")
+	m, err := h.cfg.Models.Resolve()
+	if err != nil {
+		h.log.Warn("no model for this turn", "err", err)
+		return nil, err
 	}
-	return h.cfg.Model, nil
+	if m == nil {
+		return nil, errNoProvider
+	}
+	return m, nil
 }
 
-// budget is the context budget of this turn: the preference-resolved one
-// when hearth has a resolver, else the configured one.
+// budget is the context budget of this turn.
 func (h *Hearth) budget() ContextBudget {
 	b := h.cfg.Budget
-	if h.cfg.ResolveBudget != nil {
-		b = h.cfg.ResolveBudget()
+	if h.cfg.Budgets != nil {
+		b = h.cfg.Budgets.Budget()
 	}
 	h.log.Debug("context budget", "tokens", b.Tokens, "recent", b.Shares.Recent, "memories", b.Shares.Memories, "tools", b.Shares.Tools)
 	return b
 }
 
-// reply runs the agent loop for the newest turn, streaming to every client
-// and journaling each step, and stores the answer.
-func (h *Hearth) reply(ctx context.Context, model Model, ref string, sess *session) {
-	h.setState(ipc.StateThinking, "")
-	defer h.setState(ipc.StateIdle, "")
+// reply runs the agent loop for the newest turn, streaming to every
+// subscriber and committing each step, and commits the answer.
+func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref string, sess *session) {
+	h.setState(c, StateThinking, "")
+	defer h.setState(c, StateIdle, "")
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	allow := h.budget().Allowance()
 	h.mu.Lock()
-	window := contextWindow(h.recent, h.cfg.ContextTurns, allow.Recent)
+	window := contextWindow(c.recent, h.cfg.ContextTurns, allow.Recent)
 	msgs, cont := buildContext(sess.system, window)
-	h.pending.Reset()
-	h.cancelTurn = cancel
+	c.pending.Reset()
+	c.cancelTurn = cancel
 	h.mu.Unlock()
 	msgs = injectMemories(msgs, cont, h.memories(ctx, window, allow, sess))
 	defer func() {
 		h.mu.Lock()
-		h.cancelTurn = nil
+		c.cancelTurn = nil
 		h.mu.Unlock()
 	}()
 
-	obs := &turnObserver{h: h, ref: ref, model: model, cancel: cancel}
+	obs := &turnObserver{h: h, c: c, ref: ref, model: model, cancel: cancel}
 	res, err := agent.Run(ctx, model, h.cfg.Tools, agent.Config{
 		MaxIterations: h.cfg.MaxIterations,
 		ToolTimeout:   h.cfg.ToolTimeout,
@@ -112,8 +178,8 @@ func (h *Hearth) reply(ctx context.Context, model Model, ref string, sess *sessi
 	}
 
 	h.mu.Lock()
-	text := h.pending.String()
-	h.pending.Reset()
+	text := c.pending.String()
+	c.pending.Reset()
 	h.mu.Unlock()
 	if err == nil && res.Text != "" {
 		text = res.Text
@@ -122,34 +188,30 @@ func (h *Hearth) reply(ctx context.Context, model Model, ref string, sess *sessi
 		h.log.Error("turn failed", "provider", model.Name(), "err", err)
 	}
 	if err != nil && text == "" {
-		h.broadcast(turnError(ref, err))
+		h.publish(turnError(ref, err))
 		return
 	}
 	rec := journal.Record{
-		Role: ipc.RoleAgent, Text: text, Mode: ipc.ModeText,
+		Role: memory.RoleAgent, Text: text, Mode: memory.ModeText,
 		Model: modelName(res.Response, model), Incomplete: err != nil, ResponseID: res.Response.ResponseID,
 	}
 	if err != nil {
 		rec.ResponseID = "" // the provider's state holds no complete answer
 	}
-	// The reply is stored even when the turn was cancelled or hearth stops.
-	stored, aerr := h.cfg.Journal.Append(context.WithoutCancel(ctx), rec)
-	if aerr != nil {
-		h.log.Error("journal append failed", "err", aerr)
-		h.broadcast(&ipc.Error{Code: ipc.CodeInternal, Message: "hearth could not store the reply", Ref: ref})
-		return
-	}
-	h.appended(stored)
-	done := &ipc.Done{Turn: wireTurn(stored), Model: rec.Model}
-	if res.Usage != (llm.Usage{}) {
-		done.Usage = &ipc.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
-	}
-	h.mu.Lock()
-	h.rememberLocked(stored)
-	h.broadcastLocked(done)
-	h.mu.Unlock()
+	var then []Event
 	if err != nil {
-		h.broadcast(turnError(ref, err))
+		then = append(then, turnError(ref, err))
+	}
+	// The reply is stored even when the turn was cancelled or hearth stops.
+	_, cerr := h.commit(context.WithoutCancel(ctx), c, rec, func(r journal.Record) Event {
+		done := &ReplyDone{Record: r, Model: rec.Model}
+		if res.Usage != (llm.Usage{}) {
+			done.Usage = &Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
+		}
+		return done
+	}, then...)
+	if cerr != nil {
+		h.publish(&Problem{Code: CodeInternal, Message: "hearth could not store the reply", Ref: ref})
 	}
 }
 
@@ -162,37 +224,27 @@ func modelName(r llm.Response, m Model) string {
 
 // turnError maps a failed turn to its code and fixed, displayable message
 // (seed 000's error taxonomy; never a catch-all).
-func turnError(ref string, err error) *ipc.Error {
-	e := &ipc.Error{Code: ipc.CodeProviderError, Message: msgProviderError, Ref: ref}
+func turnError(ref string, err error) *Problem {
+	e := &Problem{Code: CodeProviderError, Message: msgProviderError, Ref: ref}
 	var lerr *llm.Error
 	switch {
 	case errors.Is(err, errCancelled):
-		e.Code, e.Message = ipc.CodeCancelled, msgCancelled
+		e.Code, e.Message = CodeCancelled, msgCancelled
 	case errors.Is(err, errReplyTooLong):
 		e.Message = msgReplyTooLong
 	case errors.Is(err, agent.ErrIterationLimit):
 		e.Message = msgIterationLimit
 	case errors.As(err, &lerr) && lerr.ContextOverflow:
-		e.Code, e.Message = ipc.CodeContextOverflow, msgContextOverflow
+		e.Code, e.Message = CodeContextOverflow, msgContextOverflow
 	}
 	return e
 }
 
-// cancel stops the turn in flight; false when there is none.
-func (h *Hearth) cancel() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.cancelTurn == nil {
-		return false
-	}
-	h.cancelTurn(errCancelled)
-	return true
-}
-
 // turnObserver carries the agent loop's events to the journal and to every
-// client.
+// subscriber.
 type turnObserver struct {
 	h        *Hearth
+	c        *conversation
 	ref      string
 	model    Model
 	cancel   context.CancelCauseFunc
@@ -206,44 +258,35 @@ func (o *turnObserver) Text(s string) {
 		o.cancel(errReplyTooLong)
 		return
 	}
-	o.h.streamToken(s)
+	o.h.streamToken(o.c, s)
 }
 
-// Step stores the assistant message that asked for tools, so that a crash
-// mid-tool loses nothing the model said.
+// Step commits the assistant message that asked for tools, so that a
+// crash mid-tool loses nothing the model said.
 func (o *turnObserver) Step(ctx context.Context, s agent.Step) error {
-	h := o.h
 	calls := make([]journal.ToolCall, len(s.Calls))
 	for i, c := range s.Calls {
 		calls[i] = journal.ToolCall{ID: c.ID, Name: c.Name, Arguments: tools.Redact(c.Args), Reason: c.Reason}
 	}
-	rec := journal.Record{Role: ipc.RoleAgent, Text: s.Text, Mode: ipc.ModeText, Model: o.model.Model(), ToolCalls: calls, ResponseID: s.ResponseID}
-	stored, err := h.cfg.Journal.Append(context.WithoutCancel(ctx), rec)
-	if err != nil {
-		return err
-	}
-	h.appended(stored)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.pending.Reset()
-	h.rememberLocked(stored)
-	h.broadcastLocked(&ipc.TurnStored{Turn: wireTurn(stored), Ref: o.ref})
-	return nil
+	rec := journal.Record{Role: memory.RoleAgent, Text: s.Text, Mode: memory.ModeText, Model: o.model.Model(), ToolCalls: calls, ResponseID: s.ResponseID}
+	_, err := o.h.commit(context.WithoutCancel(ctx), o.c, rec, func(r journal.Record) Event {
+		o.c.pending.Reset() // under the lock commit holds: the streamed text is now in the stored step
+		return &TurnStored{Record: r, Ref: o.ref}
+	})
+	return err
 }
 
 func (o *turnObserver) ToolStart(c agent.Call) {
 	h := o.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.state = ipc.StateTool
-	h.broadcastLocked(&ipc.Status{State: ipc.StateTool, Detail: c.Name})
-	h.broadcastLocked(&ipc.ToolCall{ID: c.ID, Name: c.Name, Arguments: rawArgs(tools.Redact(c.Args)), Reason: c.Reason})
+	o.c.state = StateTool
+	h.publishLocked(&StateChanged{State: StateTool, Detail: c.Name})
+	h.publishLocked(&ToolStarted{ID: c.ID, Name: c.Name, Args: tools.Redact(c.Args), Reason: c.Reason})
 }
 
-// ToolDone journals the outcome (what the model was told) and tells the
-// clients.
+// ToolDone commits the outcome (what the model was told).
 func (o *turnObserver) ToolDone(ctx context.Context, c agent.Call, out agent.Outcome) error {
-	h := o.h
 	tr := &journal.ToolResult{
 		CallID: c.ID, Name: c.Name, Arguments: tools.Redact(c.Args), Reason: c.Reason,
 		DurationMS: out.Duration.Milliseconds(), Confirmed: out.Confirmed,
@@ -251,39 +294,33 @@ func (o *turnObserver) ToolDone(ctx context.Context, c agent.Call, out agent.Out
 	if out.Result.IsError {
 		tr.Error = out.Result.Text
 	}
-	stored, err := h.cfg.Journal.Append(context.WithoutCancel(ctx), journal.Record{Role: ipc.RoleTool, Text: out.Result.Text, Mode: ipc.ModeText, Tool: tr})
-	if err != nil {
-		return err
-	}
-	h.appended(stored)
-	wire := wireTurn(stored)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.rememberLocked(stored)
-	h.broadcastLocked(wire.Tool)
+	then := []Event{&StateChanged{State: StateThinking}}
 	if out.Result.IsError {
-		h.broadcastLocked(&ipc.Error{Code: ipc.CodeToolError, Message: msgToolError, Ref: o.ref})
+		then = []Event{&Problem{Code: CodeToolError, Message: msgToolError, Ref: o.ref}, then[0]}
 	}
-	h.state = ipc.StateThinking
-	h.broadcastLocked(&ipc.Status{State: ipc.StateThinking})
-	return nil
+	rec := journal.Record{Role: memory.RoleTool, Text: out.Result.Text, Mode: memory.ModeText, Tool: tr}
+	_, err := o.h.commit(context.WithoutCancel(ctx), o.c, rec, func(r journal.Record) Event {
+		o.c.state = StateThinking // under the lock commit holds
+		return &ToolOutcome{Record: r}
+	}, then...)
+	return err
 }
 
-// Confirm asks every client; the first answer wins, silence means no.
+// Confirm asks every subscriber; the first answer wins, silence means no.
 func (o *turnObserver) Confirm(ctx context.Context, c agent.Call) (bool, error) {
 	h := o.h
 	answer := make(chan bool, 1)
 	expires := time.Now().Add(h.cfg.ConfirmTimeout)
 	h.mu.Lock()
-	h.confirms[c.ID] = answer
-	h.broadcastLocked(&ipc.ConfirmRequest{
-		ID: c.ID, Name: c.Name, Arguments: rawArgs(tools.Redact(c.Args)), Reason: c.Reason,
+	o.c.confirms[c.ID] = answer
+	h.publishLocked(&ConfirmAsked{
+		ID: c.ID, Name: c.Name, Args: tools.Redact(c.Args), Reason: c.Reason,
 		Effect: string(c.Spec.Effect), ExpiresAt: expires,
 	})
 	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
-		delete(h.confirms, c.ID)
+		delete(o.c.confirms, c.ID)
 		h.mu.Unlock()
 	}()
 	t := time.NewTimer(h.cfg.ConfirmTimeout)
@@ -298,44 +335,42 @@ func (o *turnObserver) Confirm(ctx context.Context, c agent.Call) (bool, error) 
 	}
 }
 
-// answerConfirm delivers a client's answer; false when nothing waits for it.
-func (h *Hearth) answerConfirm(id string, approve bool) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ch, ok := h.confirms[id]
-	if !ok {
-		return false
-	}
-	delete(h.confirms, id)
-	ch <- approve
-	return true
-}
-
-func (h *Hearth) streamToken(s string) {
+func (h *Hearth) streamToken(c *conversation, s string) {
 	if s == "" {
 		return
 	}
-	frame, err := ipc.Encode(&ipc.Token{Content: s})
-	if err != nil {
-		h.log.Error("encode token", "err", err)
-		return
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.pending.WriteString(s)
-	for c := range h.clients {
-		if !c.sendToken(s, frame) {
-			h.dropLocked(c, errSlowClient)
-		}
-	}
+	c.pending.WriteString(s)
+	h.publishLocked(&Token{Text: s})
 }
 
-// rawArgs makes redacted arguments a JSON value on the wire.
-func rawArgs(b json.RawMessage) any {
-	if len(b) == 0 || !json.Valid(b) {
-		return nil
+// memories is the injected block of relevant older turns and tool results
+// for the window's newest user turn, within allow, leaving out what the
+// session's opening block already shows; "" when there is none.
+func (h *Hearth) memories(ctx context.Context, window []journal.Record, allow Allowance, sess *session) string {
+	if h.cfg.Memory == nil || (allow.Memories <= 0 && allow.Tools <= 0) {
+		return ""
 	}
-	return b
+	req := memory.ContextRequest{Exclude: make(map[string]bool, len(window)+len(sess.injected)), Turns: allow.Memories, Tools: allow.Tools}
+	if sess.opened {
+		// The session's opening block holds the other half.
+		req.Turns -= allow.Memories / 2
+		req.Tools -= allow.Tools / 2
+	}
+	for id := range sess.injected {
+		req.Exclude[id] = true
+	}
+	for _, r := range window {
+		req.Exclude[r.ID] = true
+		if r.Role == memory.RoleUser {
+			req.Query = r.Text
+		}
+	}
+	if req.Query == "" {
+		return ""
+	}
+	return h.cfg.Memory.Relevant(ctx, req)
 }
 
 // contextWindow is the part of recent the model sees: the newest records,
@@ -351,7 +386,7 @@ func contextWindow(recent []journal.Record, turns, tokens int) []journal.Record 
 		if used > tokens && start < len(recent) {
 			break
 		}
-		if recent[i].Role == ipc.RoleUser {
+		if recent[i].Role == memory.RoleUser {
 			start = i
 		}
 	}
@@ -379,7 +414,7 @@ func buildContext(system []llm.Message, window []journal.Record) ([]llm.Message,
 	var cont *llm.Continuation
 	for i, r := range window {
 		switch r.Role {
-		case ipc.RoleAgent:
+		case memory.RoleAgent:
 			m := llm.Message{Role: llm.RoleAssistant, Content: r.Text}
 			if answered(r, window[i+1:]) {
 				for _, c := range r.ToolCalls {
@@ -393,7 +428,7 @@ func buildContext(system []llm.Message, window []journal.Record) ([]llm.Message,
 			if r.ResponseID != "" && !r.Incomplete {
 				cont = &llm.Continuation{ResponseID: r.ResponseID, From: len(msgs)}
 			}
-		case ipc.RoleTool:
+		case memory.RoleTool:
 			if r.Tool == nil || !called(r.Tool.CallID, msgs) {
 				continue // its call is outside the window or was dropped
 			}
@@ -414,7 +449,7 @@ func answered(r journal.Record, after []journal.Record) bool {
 	}
 	have := make(map[string]bool)
 	for _, a := range after {
-		if a.Role != ipc.RoleTool || a.Tool == nil {
+		if a.Role != memory.RoleTool || a.Tool == nil {
 			break
 		}
 		have[a.Tool.CallID] = true
@@ -458,49 +493,6 @@ func withReason(args json.RawMessage, reason string) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	return b
-}
-
-// MemoryRequest asks Config.Memories for the memories of one turn.
-type MemoryRequest struct {
-	Query   string          // the newest user turn, or where the last session left off
-	Exclude map[string]bool // record ids already in the context window or injected
-	Turns   int             // token allowance for relevant older turns
-	Tools   int             // token allowance for relevant tool results
-	// Session marks the block injected once as a session starts (seed
-	// 004), relevant to where the conversation left off, rather than to
-	// one message.
-	Session bool
-	// Injected, when set, is given the record ids the block shows, so that
-	// later blocks of the session leave them out.
-	Injected map[string]bool
-}
-
-// memories is the injected block of relevant older turns and tool results
-// for the window's newest user turn, within allow, leaving out what the
-// session's opening block already shows; "" when there is none.
-func (h *Hearth) memories(ctx context.Context, window []journal.Record, allow Allowance, sess *session) string {
-	if h.cfg.Memories == nil || (allow.Memories <= 0 && allow.Tools <= 0) {
-		return ""
-	}
-	req := MemoryRequest{Exclude: make(map[string]bool, len(window)+len(sess.injected)), Turns: allow.Memories, Tools: allow.Tools}
-	if sess.opened {
-		// The session's opening block holds the other half.
-		req.Turns -= allow.Memories / 2
-		req.Tools -= allow.Tools / 2
-	}
-	for id := range sess.injected {
-		req.Exclude[id] = true
-	}
-	for _, r := range window {
-		req.Exclude[r.ID] = true
-		if r.Role == ipc.RoleUser {
-			req.Query = r.Text
-		}
-	}
-	if req.Query == "" {
-		return ""
-	}
-	return h.cfg.Memories(ctx, req)
 }
 
 // injectMemories adds the memory block to what the model sees, never to the

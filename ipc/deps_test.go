@@ -10,15 +10,22 @@ import (
 
 // TestDependencies guards the architecture: the wire package and the
 // client UI never depend on the daemon or the memory store, directly or
-// through another package.
+// through another package; hearth's core knows no transport: it depends on
+// neither the wire protocol nor any door, and does no networking itself.
 func TestDependencies(t *testing.T) {
 	const mod = "github.com/mnemo/mnemo/"
+	doors := []string{mod + "ipc", mod + "hearth/ndjson", mod + "hearth/wire", mod + "hearth/local", mod + "hearth/daemon", mod + "tui"}
 	tests := []struct {
 		pkg       string
 		forbidden []string
+		// direct lists packages pkg itself must not import (its
+		// dependencies may: the model adapters speak HTTP).
+		direct []string
 	}{
-		{mod + "ipc", []string{mod + "hearth", mod + "memory", mod + "tui"}},
-		{mod + "tui", []string{mod + "hearth", mod + "memory"}},
+		{pkg: mod + "ipc", forbidden: []string{mod + "hearth", mod + "memory", mod + "tui"}},
+		{pkg: mod + "tui", forbidden: []string{mod + "hearth", mod + "memory"}},
+		{pkg: mod + "hearth", forbidden: doors, direct: []string{"net", "net/http", "net/netip"}},
+		{pkg: mod + "hearth/wire", forbidden: []string{mod + "hearth/ndjson", mod + "hearth/daemon", mod + "tui"}, direct: []string{"net"}},
 	}
 	goTool := goBinary(t)
 	for _, tt := range tests {
@@ -40,6 +47,20 @@ func TestDependencies(t *testing.T) {
 				for _, f := range tt.forbidden {
 					if dep == f || strings.HasPrefix(dep, f+"/") {
 						t.Errorf("%s depends on %s; it must not depend on %s or below", tt.pkg, dep, f)
+					}
+				}
+			}
+			if len(tt.direct) == 0 {
+				return
+			}
+			out, err = exec.Command(goTool, "list", "-f", `{{join .Imports "\n"}}`, tt.pkg).Output()
+			if err != nil {
+				t.Fatalf("go list -f Imports %s: %v", tt.pkg, err)
+			}
+			for _, imp := range strings.Fields(string(out)) {
+				for _, f := range tt.direct {
+					if imp == f {
+						t.Errorf("%s imports %s; it must not", tt.pkg, imp)
 					}
 				}
 			}

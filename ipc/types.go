@@ -97,6 +97,7 @@ const (
 	CodeShuttingDown    = "shutting_down"
 	CodeInternal        = "internal"
 	CodeCancelled       = "cancelled" // the turn was cancelled by a client
+	CodeConfigInvalid   = "config_invalid" // a changed preference file is invalid; the last good one stays
 )
 
 // Turn is one stored turn of the conversation as it crosses the wire.
@@ -193,6 +194,20 @@ type History struct {
 	Pending  string `json:"pending,omitempty"`
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
+	// Features lists what this hearth offers (DESIGN.md names each), so
+	// that a client decides from it instead of guessing; hearths before
+	// it leave it out.
+	Features []string `json:"features,omitempty"`
+}
+
+// HasFeature reports whether the hearth that sent h offers feature f.
+func (h *History) HasFeature(f string) bool {
+	for _, x := range h.Features {
+		if x == f {
+			return true
+		}
+	}
+	return false
 }
 
 // Token is a streamed chunk of the agent's reply, sent to every client.
@@ -373,6 +388,13 @@ type HealthReport struct {
 	Provider string       `json:"provider,omitempty"`
 	Model    string       `json:"model,omitempty"`
 	Index    *IndexHealth `json:"index,omitempty"` // nil: recall is off
+	// Dropped counts clients cut off since hearth started because they
+	// fell behind; Refused counts connections refused before their
+	// handshake (over the unauthenticated budget) and Throttled failed
+	// handshakes answered late.
+	Dropped   int `json:"dropped,omitempty"`
+	Refused   int `json:"refused,omitempty"`
+	Throttled int `json:"throttled,omitempty"`
 }
 
 // IndexHealth is the recall indexer's progress. Failing is safe to show;
@@ -390,6 +412,13 @@ type IndexHealth struct {
 	// keywords over the journal and no memories are injected. Failing says
 	// whether hearth keeps retrying.
 	Unavailable bool `json:"unavailable,omitempty"`
+	// Ready says recall is open and has caught up with the journal as it
+	// stood when recall opened; until then searches may use keywords.
+	Ready bool `json:"ready,omitempty"`
+	// Searches counts searches answered by recall and by the keyword
+	// fallback since hearth started.
+	RecallSearches  int `json:"recall_searches,omitempty"`
+	KeywordSearches int `json:"keyword_searches,omitempty"`
 }
 
 // Pong answers Ping.

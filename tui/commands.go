@@ -131,6 +131,10 @@ func (m *Model) runCommand(line string) tea.Cmd {
 			m.flashErr(err.Error())
 			return nil
 		}
+		if !m.supports("search") || (searchFiltered(req) && !m.supports("search_filters")) {
+			m.flashErr(unsupported("search"))
+			return nil
+		}
 		ref := m.ref()
 		req.K, req.Ref = 10, ref
 		m.requests[ref] = "search"
@@ -251,4 +255,10 @@ func searchTime(key, v string, loc *time.Location, endOfDay bool) (time.Time, er
 		return time.Time{}, fmt.Errorf("%s:%s is not a date: use YYYY-MM-DD or an RFC 3339 time", key, shortText(v, 30))
 	}
 	return t, nil
+}
+
+// searchFiltered reports whether req narrows the search by role, kind or
+// time, which older hearths do not understand.
+func searchFiltered(req *ipc.Search) bool {
+	return len(req.Roles) > 0 || len(req.Kinds) > 0 || !req.Since.IsZero() || !req.Until.IsZero()
 }

@@ -92,7 +92,11 @@ type Model struct {
 	pending  []*pendingMsg
 	confirms []*ipc.ConfirmRequest
 	requests map[string]string // ref → what it asked ("search", "cancel")
-	feature  string            // the last request hearth may not know
+	// features is what hearth said it offers (history.features); nil for
+	// a hearth that does not say, whose support is then learnt from its
+	// refusals (feature, featAt: the last request it may not know).
+	features map[string]bool
+	feature  string
 	featAt   time.Time
 
 	flash   flash
@@ -621,6 +625,10 @@ func (m *Model) transmit(p *pendingMsg) {
 }
 
 func (m *Model) cancelReply() {
+	if !m.supports("cancel") {
+		m.flashErr(unsupported("cancel"))
+		return
+	}
 	ref := m.ref()
 	m.requests[ref] = "cancel"
 	m.noteFeature("cancel")
@@ -630,6 +638,16 @@ func (m *Model) cancelReply() {
 
 func (m *Model) noteFeature(f string) {
 	m.feature, m.featAt = f, m.now()
+}
+
+// supports reports whether hearth offers feature f; a hearth that lists
+// no features is given the benefit of the doubt.
+func (m *Model) supports(f string) bool {
+	return m.features == nil || m.features[f]
+}
+
+func unsupported(f string) string {
+	return fmt.Sprintf("this hearth does not support %s yet", featureLabels[f])
 }
 
 // Confirmations.
@@ -743,6 +761,13 @@ func (m *Model) onConnected(h *ipc.History) {
 	m.conn = connState{state: ipc.StateConnected, ever: true}
 	m.outageNote = nil
 	m.server = h.Server
+	m.features = nil
+	if h.Features != nil {
+		m.features = make(map[string]bool, len(h.Features))
+		for _, f := range h.Features {
+			m.features[f] = true
+		}
+	}
 	if h.Provider != "" || h.Model != "" || first {
 		m.provider, m.modelName = h.Provider, h.Model
 	}
@@ -924,13 +949,15 @@ func (m *Model) onError(e *ipc.Error) {
 			return
 		}
 	}
-	unsupported := e.Code == ipc.CodeUnknownType || e.Code == ipc.CodeBadRequest
-	if unsupported && feature == "" && m.feature != "" && m.now().Sub(m.featAt) < 10*time.Second {
+	// A hearth that lists its features is taken at its word: its errors
+	// are errors. One that does not may not know a request it refuses.
+	refused := m.features == nil && (e.Code == ipc.CodeUnknownType || e.Code == ipc.CodeBadRequest)
+	if refused && feature == "" && m.feature != "" && m.now().Sub(m.featAt) < 10*time.Second {
 		feature = m.feature
 	}
-	if unsupported && feature != "" {
+	if refused && feature != "" {
 		m.feature = ""
-		text := fmt.Sprintf("this hearth does not support %s yet", featureLabels[feature])
+		text := unsupported(feature)
 		m.flashErr(text)
 		if feature == "search" {
 			m.search.waiting, m.search.err = false, text

@@ -527,6 +527,56 @@ func TestUnsupportedByThisHearth(t *testing.T) {
 	hs.wantScreen("this hearth does not support confirmations yet")
 }
 
+// A hearth that lists its features is taken at its word: what it does not
+// list is not sent, and what it lists is not second-guessed from errors.
+func TestFeaturesFromHistory(t *testing.T) {
+	connectWith := func(hs *harness, features ...string) {
+		hs.send(&ipc.StateChange{State: ipc.StateConnected, History: &ipc.History{
+			Server: "hearth/0.2.0", Protocol: 1, ConversationID: "main", State: ipc.StateIdle, Features: features,
+		}})
+	}
+	t.Run("not offered: not sent", func(t *testing.T) {
+		hs := newHarness(t, 120, 30)
+		connectWith(hs, "cancel", "confirm")
+		hs.typeText("/search anything", true)
+		hs.wantScreen("this hearth does not support /search yet")
+		if n := len(sentOf[*ipc.Search](hs.be)); n != 0 {
+			t.Errorf("sent %d searches to a hearth that does not offer search", n)
+		}
+	})
+	t.Run("filters not offered", func(t *testing.T) {
+		hs := newHarness(t, 120, 30)
+		connectWith(hs, "search")
+		hs.typeText("/search role:user tea", true)
+		hs.wantScreen("this hearth does not support /search yet")
+		if n := len(sentOf[*ipc.Search](hs.be)); n != 0 {
+			t.Errorf("sent %d filtered searches to a hearth without search_filters", n)
+		}
+	})
+	t.Run("offered: an error is an error", func(t *testing.T) {
+		hs := newHarness(t, 120, 30)
+		connectWith(hs, "search", "search_filters", "cancel")
+		hs.typeText("/search anything", true)
+		s := sentOf[*ipc.Search](hs.be)
+		if len(s) != 1 {
+			t.Fatalf("sent %d searches, want 1", len(s))
+		}
+		hs.send(&ipc.Error{Code: ipc.CodeBadRequest, Message: "search: since must be before until", Ref: s[0].Ref})
+		hs.wantScreen("since must be before until")
+		hs.wantNoScreen("does not support")
+	})
+	t.Run("cancel not offered", func(t *testing.T) {
+		hs := newHarness(t, 120, 30)
+		connectWith(hs, "search")
+		hs.send(&ipc.Status{State: ipc.StateThinking})
+		hs.key(tea.KeyEsc)
+		if n := len(sentOf[*ipc.Cancel](hs.be)); n != 0 {
+			t.Errorf("sent %d cancels to a hearth that does not offer cancel", n)
+		}
+		hs.wantScreen("this hearth does not support cancel yet")
+	})
+}
+
 func TestCancelledReply(t *testing.T) {
 	hs := newHarness(t, 100, 30)
 	hs.connect(userTurn(1, "long story please"))

@@ -19,10 +19,34 @@ type Options struct {
 	Addr   string
 	Token  string
 	Client string // e.g. "mnemo/0.1"
+	// Dial, when set, opens the session instead of dialling Addr: an
+	// in-process hearth (`mnemo --local`).
+	Dial func(ctx context.Context) (Conn, error)
+}
+
+// Conn is one session with hearth: *ipc.Conn over TCP, or an in-process
+// one of the same shape.
+type Conn interface {
+	Send(m ipc.Msg) error
+	Recv(ctx context.Context) (ipc.Msg, error)
+	History() *ipc.History
+	Close() error
 }
 
 func (o Options) dial() ipc.DialOptions {
 	return ipc.DialOptions{Token: o.Token, Client: o.Client}
+}
+
+// connect opens a session with hearth.
+func (o Options) connect(ctx context.Context) (Conn, error) {
+	if o.Dial != nil {
+		return o.Dial(ctx)
+	}
+	c, err := ipc.Dial(ctx, o.Addr, o.dial())
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func newRef() string {
@@ -34,7 +58,7 @@ func newRef() string {
 // Send sends text as one message and streams the reply to w. It returns
 // when the reply is complete, or with the error hearth reported.
 func Send(ctx context.Context, o Options, text string, w io.Writer) error {
-	conn, err := ipc.Dial(ctx, o.Addr, o.dial())
+	conn, err := o.connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -76,7 +100,7 @@ func Send(ctx context.Context, o Options, text string, w io.Writer) error {
 
 // History prints the last turns hearth sends on connect.
 func History(ctx context.Context, o Options, w io.Writer) error {
-	conn, err := ipc.Dial(ctx, o.Addr, o.dial())
+	conn, err := o.connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -100,7 +124,7 @@ func printTurn(w io.Writer, t ipc.Turn) {
 
 // PingOnce checks that hearth answers a handshake.
 func PingOnce(ctx context.Context, o Options) error {
-	conn, err := ipc.Dial(ctx, o.Addr, o.dial())
+	conn, err := o.connect(ctx)
 	if err != nil {
 		return err
 	}
@@ -110,7 +134,7 @@ func PingOnce(ctx context.Context, o Options) error {
 // Ping checks that hearth answers, retrying until ctx ends.
 func Ping(ctx context.Context, o Options) error {
 	for {
-		conn, err := ipc.Dial(ctx, o.Addr, o.dial())
+		conn, err := o.connect(ctx)
 		if err == nil {
 			return conn.Close()
 		}
@@ -265,7 +289,7 @@ func (v *chatView) endStream() {
 // Status prints hearth's health report: agent state, clients, model and
 // the recall index's progress.
 func Status(ctx context.Context, o Options, w io.Writer) error {
-	conn, err := ipc.Dial(ctx, o.Addr, o.dial())
+	conn, err := o.connect(ctx)
 	if err != nil {
 		return err
 	}

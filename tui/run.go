@@ -24,7 +24,17 @@ type RunOptions struct {
 	// Local means hearth is expected on this machine: when it is not
 	// running, the UI says how to start it, and waits for it.
 	Local bool
-	Log   *slog.Logger
+	// Session, when set, is the backend instead of a Remote dialling Addr:
+	// an in-process hearth (`mnemo --local`).
+	Session Session
+	Log     *slog.Logger
+}
+
+// Session is a Backend that also delivers hearth's events to the UI:
+// Remote for a hearth over TCP, or an in-process door.
+type Session interface {
+	Backend
+	Run(ctx context.Context, send func(tea.Msg)) error
 }
 
 // Run opens the terminal UI on hearth and returns when the owner quits or
@@ -34,7 +44,10 @@ func Run(ctx context.Context, o RunOptions) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	remote := NewRemote(RemoteOptions{Addr: o.Addr, Client: o.Client, Token: o.Token, Log: log})
+	var remote Session = o.Session
+	if remote == nil {
+		remote = NewRemote(RemoteOptions{Addr: o.Addr, Client: o.Client, Token: o.Token, Log: log})
+	}
 	style := "light"
 	if lipgloss.HasDarkBackground() {
 		style = "dark"

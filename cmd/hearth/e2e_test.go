@@ -259,14 +259,15 @@ func TestSlowClientDropped(t *testing.T) {
 	fmt.Fprintf(slow, `{"type":"connect","token":%q}`+"\n", token)
 	fast := mustDial(t, d.Addr)
 
-	// The stuck client starts reading again as soon as hearth drops it,
-	// well within hearth's 5 s grace, so it can read why it was dropped.
+	// The stuck client starts reading again as soon as hearth drops it
+	// (health counts the drop), well within hearth's 5 s grace, so it can
+	// read why it was dropped.
+	dropped := make(chan struct{})
 	slowGot := make(chan []byte, 1)
 	go func() {
-		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-			if strings.Contains(d.Log(), "dropping client") {
-				break
-			}
+		select {
+		case <-dropped:
+		case <-time.After(2 * time.Minute):
 		}
 		slow.SetReadDeadline(time.Now().Add(20 * time.Second))
 		all, _ := io.ReadAll(slow)
@@ -288,10 +289,11 @@ func TestSlowClientDropped(t *testing.T) {
 		if herr != nil || len(text) != n*size {
 			t.Fatalf("reply %d: fast client got %d bytes (err %v), want %d", i, len(text), herr, n*size)
 		}
-		if strings.Contains(d.Log(), "dropping client") {
+		if health(t, fast).Dropped > 0 {
 			break // the slow client is out; the rest would prove nothing new
 		}
 	}
+	close(dropped)
 	all := <-slowGot
 	lines := strings.Split(strings.TrimSpace(string(all)), "\n")
 	if last := lines[len(lines)-1]; !strings.Contains(last, `"slow_client"`) {
@@ -302,6 +304,9 @@ func TestSlowClientDropped(t *testing.T) {
 	fast.Send(&ipc.Message{Content: "ok?"})
 	if text, _, herr := reply(t, fast); herr != nil || text != "still here" {
 		t.Errorf("after the drop the fast client got %.40q (%d bytes), %v", text, len(text), herr)
+	}
+	if h := health(t, fast); h.Dropped != 1 {
+		t.Errorf("health counts %d dropped clients, want 1", h.Dropped)
 	}
 	if !strings.Contains(d.Log(), "dropping client") {
 		t.Errorf("hearth did not log the drop")
@@ -454,6 +459,25 @@ func TestMnemoChatPipe(t *testing.T) {
 	for _, want := range []string{"agent: first answer\n", "agent: second answer\n"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("chat output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// health asks hearth for its health report, skipping what else arrives.
+func health(t *testing.T, c *ipc.Conn) *ipc.HealthReport {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Send(&ipc.Health{Ref: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m, err := c.Recv(ctx)
+		if err != nil {
+			t.Fatalf("health: %v", err)
+		}
+		if r, ok := m.(*ipc.HealthReport); ok {
+			return r
 		}
 	}
 }

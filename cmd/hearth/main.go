@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/daemon"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -26,7 +27,7 @@ func main() {
 }
 
 func run() error {
-	var o hearth.DaemonOptions
+	var o daemon.Options
 	flag.StringVar(&o.Addr, "addr", "", "listen address (default 127.0.0.1:$MNEMO_HEARTH_PORT or 127.0.0.1:7744)")
 	flag.BoolVar(&o.ListenRemote, "listen-remote", false, "allow a non-loopback -addr (requires APP_AUTH_TOKEN)")
 	flag.StringVar(&o.Root, "root", "", "memory root directory (default $XDG_DATA_HOME/mnemo)")
@@ -63,7 +64,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if reindex {
-		return hearth.Reindex(ctx, o, os.Stdout)
+		return daemon.Reindex(ctx, o, os.Stdout)
 	}
-	return hearth.RunDaemon(ctx, o)
+	return daemon.Run(ctx, o)
 }

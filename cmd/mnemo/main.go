@@ -6,6 +6,7 @@
 //	mnemo send "text"     send one message and stream the reply
 //	mnemo history         print the recent conversation
 //	mnemo ping [-wait d]  check that hearth answers
+//	mnemo --local ...     the same with hearth's core in this process (no daemon)
 package main
 
 import (
@@ -30,6 +31,7 @@ import (
 var version = "dev"
 
 const usage = `usage: mnemo [--addr host:port] [--token-file path] [command]
+       mnemo --local [--root dir] [command]
 
 With no command, mnemo opens the terminal UI (or, when its input is not a
 terminal, chats line by line). In the UI: enter sends, alt+enter or ctrl+j
@@ -45,6 +47,12 @@ commands:
   ping [-wait D]  check that hearth answers, waiting up to D
 
 The token comes from APP_AUTH_TOKEN, else from the file hearth writes.
+
+With --local, mnemo runs hearth's core in its own process over the memory
+root (--root, default $XDG_DATA_HOME/mnemo) instead of connecting to a
+daemon: no port, no token. A root that a running hearth holds is refused:
+connect to that hearth instead. The model, recall and tools are configured
+by the same environment as hearth; hearth's log goes to mnemo's.
 `
 
 func main() {
@@ -59,6 +67,9 @@ func run() error {
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
 	addr := fs.String("addr", "", "hearth address (default 127.0.0.1:$MNEMO_HEARTH_PORT or 127.0.0.1:7744)")
 	tokenFile := fs.String("token-file", "", "auth token file (default: APP_AUTH_TOKEN, else hearth's token file)")
+	localMode := fs.Bool("local", false, "run hearth's core in this process instead of connecting to a daemon")
+	root := fs.String("root", "", "memory root for --local (default $XDG_DATA_HOME/mnemo)")
+	vectors := fs.String("vectors", "", "word-vector file for --local (default as hearth's)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -89,6 +100,9 @@ func run() error {
 	}
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
+	}
+	if *localMode {
+		return runLocal(ctx, localOptions{root: *root, vectors: *vectors, client: o.Client}, cmd, args)
 	}
 	switch cmd {
 	case "ping":

@@ -1,4 +1,4 @@
-package hearth
+package daemon
 
 import (
 	"context"
@@ -13,10 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mnemo/mnemo/data"
+	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/llm"
+	"github.com/mnemo/mnemo/hearth/ndjson"
 	"github.com/mnemo/mnemo/hearth/tools"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
@@ -25,8 +28,8 @@ import (
 	"github.com/mnemo/mnemo/memory/recall/indexer"
 )
 
-// DaemonOptions are what cmd/hearth gathers from flags and the environment.
-type DaemonOptions struct {
+// Options are what cmd/hearth gathers from flags and the environment.
+type Options struct {
 	Addr         string // host:port; "" = 127.0.0.1 on MNEMO_HEARTH_PORT or 7744
 	ListenRemote bool   // allow a non-loopback address (requires APP_AUTH_TOKEN)
 	Root         string // memory root; "" = memory.DefaultDir()
@@ -50,6 +53,9 @@ type DaemonOptions struct {
 	// Ready, when set, is called with the bound address once hearth
 	// accepts connections.
 	Ready func(net.Addr)
+	// Local says the core runs inside a client (`mnemo --local`), not as
+	// the daemon: it holds the memory root as such.
+	Local bool
 
 	// recallRetry is how opening recall backs off; zero takes the
 	// defaults (tests shorten it).
@@ -63,9 +69,11 @@ const InjectedSentinel = indexer.InjectedSentinel
 // minRemoteToken is the shortest APP_AUTH_TOKEN accepted for a network bind.
 const minRemoteToken = 16
 
-// RunDaemon boots hearth (config, memory root with version history,
-// journal, token, provider, listener) and serves until ctx ends.
-func RunDaemon(ctx context.Context, o DaemonOptions) error {
+// Run boots hearth and serves until ctx ends: it binds the listener first
+// (a second hearth on the same port fails before touching anything), then
+// opens the memory root with its version history, the journal, memory and
+// the tools, builds the core, and runs it with the NDJSON door.
+func Run(ctx context.Context, o Options) error {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
@@ -81,31 +89,97 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 	if err != nil {
 		return err
 	}
-
-	rootDir := o.Root
-	if rootDir == "" {
-		if rootDir, err = memory.DefaultDir(); err != nil {
-			return err
-		}
-	}
-	root, err := memory.Open(ctx, rootDir, data.Defaults(), log)
-	if err != nil {
-		return err
-	}
-	j, err := journal.Open(root.ThreadsDir(), journal.Options{Log: log})
-	if err != nil {
-		return fmt.Errorf("open journal: %w", err)
-	}
-	defer func() {
-		if err := j.Close(); err != nil {
-			log.Error("journal close", "err", err)
-		}
-	}()
-
 	token, err := authToken(o)
 	if err != nil {
 		return err
 	}
+	lc := net.ListenConfig{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 10 * time.Second, Count: 3}}
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	defer ln.Close()
+
+	s, err := open(ctx, o, budget)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	door, err := ndjson.New(s.core, ndjson.Options{Token: token, Log: log})
+	if err != nil {
+		return err
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "root", s.root.Dir())
+	if o.Ready != nil {
+		o.Ready(ln.Addr())
+	}
+	var wg sync.WaitGroup
+	var serveErr error
+	wg.Go(func() { serveErr = door.Serve(ctx, ln) })
+	runErr := s.core.Run(ctx)
+	wg.Wait()
+	return errors.Join(runErr, serveErr)
+}
+
+// Open assembles hearth's core over the memory root o names, for a process
+// that is its own client (`mnemo --local`): the caller runs the core
+// (System.Core().Run) and closes the System when done.
+func Open(ctx context.Context, o Options) (*System, error) {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	budget, err := baseBudget(o.ContextBudget)
+	if err != nil {
+		return nil, err
+	}
+	return open(ctx, o, budget)
+}
+
+// RootDir is the memory root's directory.
+func (s *System) RootDir() string { return s.root.Dir() }
+
+// Core is the assembled core.
+func (s *System) Core() *hearth.Hearth { return s.core }
+
+// System is hearth assembled: the memory root, the journal, memory, the
+// tools and the core over them.
+type System struct {
+	root     *memory.Root
+	journal  *journal.Journal
+	core     *hearth.Hearth
+	registry *tools.Registry
+	log      *slog.Logger
+	// stopRecall ends recall's background work; recallDone closes after.
+	stopRecall context.CancelFunc
+	recallDone chan struct{}
+}
+
+// open assembles hearth over the memory root o names.
+func open(ctx context.Context, o Options, budget hearth.ContextBudget) (_ *System, err error) {
+	log := o.Log
+	rootDir := o.Root
+	if rootDir == "" {
+		if rootDir, err = memory.DefaultDir(); err != nil {
+			return nil, err
+		}
+	}
+	root, err := memory.Open(ctx, rootDir, data.Defaults(), log)
+	if err != nil {
+		return nil, err
+	}
+	j, err := journal.Open(root.ThreadsDir(), journal.Options{Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	s := &System{root: root, journal: j, log: log, recallDone: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
 
 	prefs := newPrefsReader(root.ReadFile, log)
 	resolver := newModelResolver(prefs, o.Getenv, log)
@@ -113,25 +187,24 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 	if _, err := resolver.Resolve(); errors.Is(err, llm.ErrNoProvider) {
 		log.Warn("no model provider configured: hearth serves history but cannot answer", "hint", err.Error())
 	} else if err != nil {
-		return fmt.Errorf("provider configuration: %w", err)
+		return nil, fmt.Errorf("provider configuration: %w", err)
 	}
 
 	gateway := o.Gateway
 	if gateway == "" {
 		if gateway, err = defaultGatewayPath(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// Recall opens in the background (a large index takes seconds to
 	// load) while hearth already serves, retrying while its backend is
 	// unreachable; until it is up, and if its configuration is wrong,
 	// memory search falls back to keywords over the journal.
-	keyword := journalKeywordSearch(j)
-	recallCtx, stopRecall := context.WithCancel(ctx)
-	lr := &lateRecall{keyword: keyword, backend: recallBackend(o), embedder: embedderKind(o)}
-	recallDone := make(chan struct{})
+	recallCtx, stopRecall := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopRecall = stopRecall
+	lr := &lateRecall{keyword: journalKeywordSearch(j), backend: recallBackend(o), embedder: embedderKind(o)}
 	go func() {
-		defer close(recallDone)
+		defer close(s.recallDone)
 		rs := lr.open(recallCtx, recallOpener(root, j, o, log), o.recallRetry, log)
 		if rs == nil {
 			return
@@ -140,22 +213,15 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 		log.Info("recall ready", "backend", rs.backend, "embedder", embedderName(rs.embedder))
 		rs.indexer.Run(recallCtx)
 	}()
-	defer func() { stopRecall(); <-recallDone }()
-	search := lr.search
-	registry := tools.New(tools.Options{
+
+	var core *hearth.Hearth // the cache_store tool commits through it
+	s.registry = tools.New(tools.Options{
 		GatewayPath: gateway,
 		Builtins: []tools.Builtin{
 			tools.CurrentTime(time.Now),
-			tools.MemorySearch(search),
+			tools.MemorySearch(lr.search),
 			tools.CacheStore(func(ctx context.Context, label, content string) (string, error) {
-				// A memory the agent chose to keep: a tool record the
-				// indexer files under the tool cache.
-				rec, err := j.Append(ctx, journal.Record{Role: ipc.RoleTool, Text: content, Mode: ipc.ModeText, Tool: &journal.ToolResult{Name: "cache_store", Reason: label}})
-				if err != nil {
-					return "", err
-				}
-				lr.notify(rec.ID)
-				return rec.ID, nil
+				return core.Keep(ctx, label, content)
 			}),
 			tools.History(func(n int) ([]tools.Rec, error) {
 				recs, err := j.Tail(n)
@@ -169,46 +235,47 @@ func RunDaemon(ctx context.Context, o DaemonOptions) error {
 		Log:    log,
 		Getenv: o.Getenv,
 	})
-	defer registry.Close()
-
-	cfg := Config{
+	core, err = hearth.New(hearth.Config{
 		Journal:        j,
-		Token:          token,
-		Resolve:        resolver.Resolve,
+		Models:         resolver,
 		Budget:         budget,
-		ResolveBudget:  budgets.Resolve,
-		Tools:          registry,
-		Search:         search,
-		Memories:       lr.memories,
-		OnAppend:       lr.notify,
-		IndexHealth:    lr.health,
+		Budgets:        budgets,
+		Memory:         lr,
+		Tools:          s.registry,
+		Anchor:         anchor{root},
 		HistoryTurns:   o.HistoryTurns,
 		ToolTimeout:    o.ToolTimeout,
 		ConfirmTimeout: o.ConfirmTimeout,
 		MaxIterations:  o.MaxIterations,
 		Version:        o.Version,
 		Log:            log,
-		Context:        func() ([]llm.Message, error) { return sessionContext(root) },
-	}
-	h, err := New(cfg)
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	lc := net.ListenConfig{KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 10 * time.Second, Count: 3}}
-	ln, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+	s.core = core
+	return s, nil
+}
+
+// Close stops recall and the tools and closes the journal, in that order:
+// nothing writes after the journal closes. Call it after the core's Run
+// has returned.
+func (s *System) Close() {
+	if s.stopRecall != nil {
+		s.stopRecall()
+		<-s.recallDone
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "root", root.Dir())
-	if o.Ready != nil {
-		o.Ready(ln.Addr())
+	if s.registry != nil {
+		s.registry.Close()
 	}
-	return h.Run(ctx, ln)
+	if err := s.journal.Close(); err != nil {
+		s.log.Error("journal close", "err", err)
+	}
 }
 
 // bindAddr resolves the listen address and refuses a network bind that
 // was not asked for explicitly or has no token.
-func bindAddr(o DaemonOptions) (string, error) {
+func bindAddr(o Options) (string, error) {
 	addr := o.Addr
 	if addr == "" {
 		var err error
@@ -242,7 +309,7 @@ func isLoopback(host string) bool {
 
 // authToken returns APP_AUTH_TOKEN, else the token file's, minting the
 // file (0600) on first start.
-func authToken(o DaemonOptions) (string, error) {
+func authToken(o Options) (string, error) {
 	if t := strings.TrimSpace(o.Getenv("APP_AUTH_TOKEN")); t != "" {
 		return t, nil
 	}
@@ -288,9 +355,12 @@ func mintToken(path string) (string, error) {
 	return tok, f.Close()
 }
 
-// sessionContext is the one system message that opens every session: the
-// agent's instructions and the continuity anchor, marked as injected.
-func sessionContext(root *memory.Root) ([]llm.Message, error) {
+// anchor is the one system message that opens every session: the agent's
+// instructions and the continuity anchor, marked as injected.
+type anchor struct{ root *memory.Root }
+
+func (a anchor) SessionContext() ([]llm.Message, error) {
+	root := a.root
 	var b strings.Builder
 	b.WriteString(InjectedSentinel + "\n")
 	var errs []error
@@ -334,7 +404,7 @@ func journalKeywordSearch(j *journal.Journal) tools.SearchFunc {
 // the tool's name as channel for a tool record, else kind "turn" and
 // channel "chat" or "voice"; the session is the conversation.
 func toolRec(r journal.Record) tools.Rec {
-	rec := tools.Rec{ID: r.ID, Role: r.Role, Text: r.Text, TS: r.TS, Kind: tools.KindTurn, Channel: "chat", Session: conversationID}
+	rec := tools.Rec{ID: r.ID, Role: r.Role, Text: r.Text, TS: r.TS, Kind: tools.KindTurn, Channel: "chat", Session: hearth.MainConversation}
 	switch {
 	case r.Role == ipc.RoleTool:
 		rec.Kind, rec.Channel = tools.KindTool, ""
@@ -357,7 +427,7 @@ func embedderName(e recall.Embedder) string {
 // Reindex drops the recall index and rebuilds it from the journal, the
 // truth it derives from (`hearth reindex`). Stop hearth first: the index
 // has one writer.
-func Reindex(ctx context.Context, o DaemonOptions, w io.Writer) error {
+func Reindex(ctx context.Context, o Options, w io.Writer) error {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}

@@ -1,4 +1,4 @@
-package hearth
+package daemon
 
 import (
 	"context"
@@ -23,22 +23,22 @@ func env(m map[string]string) func(string) string {
 func TestBindAddr(t *testing.T) {
 	tests := []struct {
 		name    string
-		o       DaemonOptions
+		o       Options
 		want    string
 		wantErr string
 	}{
-		{"default", DaemonOptions{Getenv: env(nil)}, "127.0.0.1:7744", ""},
-		{"port from env", DaemonOptions{Getenv: env(map[string]string{"MNEMO_HEARTH_PORT": "9000"})}, "127.0.0.1:9000", ""},
-		{"bad port env", DaemonOptions{Getenv: env(map[string]string{"MNEMO_HEARTH_PORT": "x"})}, "", "MNEMO_HEARTH_PORT"},
-		{"explicit loopback", DaemonOptions{Addr: "127.0.0.1:0", Getenv: env(nil)}, "127.0.0.1:0", ""},
-		{"ipv6 loopback", DaemonOptions{Addr: "[::1]:7744", Getenv: env(nil)}, "[::1]:7744", ""},
-		{"localhost", DaemonOptions{Addr: "localhost:7744", Getenv: env(nil)}, "localhost:7744", ""},
-		{"network without flag", DaemonOptions{Addr: "0.0.0.0:7744", Getenv: env(map[string]string{"APP_AUTH_TOKEN": strings.Repeat("t", 32)})}, "", "-listen-remote"},
-		{"network without token", DaemonOptions{Addr: "0.0.0.0:7744", ListenRemote: true, Getenv: env(nil)}, "", "APP_AUTH_TOKEN"},
-		{"network with short token", DaemonOptions{Addr: "0.0.0.0:7744", ListenRemote: true, Getenv: env(map[string]string{"APP_AUTH_TOKEN": "short"})}, "", "APP_AUTH_TOKEN"},
-		{"network with token", DaemonOptions{Addr: "0.0.0.0:7744", ListenRemote: true, Getenv: env(map[string]string{"APP_AUTH_TOKEN": strings.Repeat("t", 32)})}, "0.0.0.0:7744", ""},
-		{"empty host is every interface", DaemonOptions{Addr: ":7744", Getenv: env(nil)}, "", "-listen-remote"},
-		{"no port", DaemonOptions{Addr: "127.0.0.1", Getenv: env(nil)}, "", "listen address"},
+		{"default", Options{Getenv: env(nil)}, "127.0.0.1:7744", ""},
+		{"port from env", Options{Getenv: env(map[string]string{"MNEMO_HEARTH_PORT": "9000"})}, "127.0.0.1:9000", ""},
+		{"bad port env", Options{Getenv: env(map[string]string{"MNEMO_HEARTH_PORT": "x"})}, "", "MNEMO_HEARTH_PORT"},
+		{"explicit loopback", Options{Addr: "127.0.0.1:0", Getenv: env(nil)}, "127.0.0.1:0", ""},
+		{"ipv6 loopback", Options{Addr: "[::1]:7744", Getenv: env(nil)}, "[::1]:7744", ""},
+		{"localhost", Options{Addr: "localhost:7744", Getenv: env(nil)}, "localhost:7744", ""},
+		{"network without flag", Options{Addr: "0.0.0.0:7744", Getenv: env(map[string]string{"APP_AUTH_TOKEN": strings.Repeat("t", 32)})}, "", "-listen-remote"},
+		{"network without token", Options{Addr: "0.0.0.0:7744", ListenRemote: true, Getenv: env(nil)}, "", "APP_AUTH_TOKEN"},
+		{"network with short token", Options{Addr: "0.0.0.0:7744", ListenRemote: true, Getenv: env(map[string]string{"APP_AUTH_TOKEN": "short"})}, "", "APP_AUTH_TOKEN"},
+		{"network with token", Options{Addr: "0.0.0.0:7744", ListenRemote: true, Getenv: env(map[string]string{"APP_AUTH_TOKEN": strings.Repeat("t", 32)})}, "0.0.0.0:7744", ""},
+		{"empty host is every interface", Options{Addr: ":7744", Getenv: env(nil)}, "", "-listen-remote"},
+		{"no port", Options{Addr: "127.0.0.1", Getenv: env(nil)}, "", "listen address"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,14 +58,14 @@ func TestBindAddr(t *testing.T) {
 
 func TestAuthToken(t *testing.T) {
 	t.Run("env wins", func(t *testing.T) {
-		got, err := authToken(DaemonOptions{TokenFile: filepath.Join(t.TempDir(), "token"), Getenv: env(map[string]string{"APP_AUTH_TOKEN": " from-env "})})
+		got, err := authToken(Options{TokenFile: filepath.Join(t.TempDir(), "token"), Getenv: env(map[string]string{"APP_AUTH_TOKEN": " from-env "})})
 		if err != nil || got != "from-env" {
 			t.Errorf("authToken() = %q, %v, want from-env", got, err)
 		}
 	})
 	t.Run("minted once, 0600, reused", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "sub", "token")
-		o := DaemonOptions{TokenFile: path, Getenv: env(nil)}
+		o := Options{TokenFile: path, Getenv: env(nil)}
 		first, err := authToken(o)
 		if err != nil {
 			t.Fatal(err)
@@ -90,7 +90,7 @@ func TestAuthToken(t *testing.T) {
 		if err := os.WriteFile(path, []byte("leaked\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := authToken(DaemonOptions{TokenFile: path, Getenv: env(nil)}); err == nil || !strings.Contains(err.Error(), "0600") {
+		if _, err := authToken(Options{TokenFile: path, Getenv: env(nil)}); err == nil || !strings.Contains(err.Error(), "0600") {
 			t.Errorf("authToken() error = %v, want a 0600 complaint", err)
 		}
 	})
@@ -184,7 +184,7 @@ func TestRecallOpensWhenQdrantComesUp(t *testing.T) {
 	defer cancel()
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	o := DaemonOptions{
+	o := Options{
 		Addr:      "127.0.0.1:0",
 		Root:      t.TempDir(),
 		Gateway:   filepath.Join(t.TempDir(), "gateway.json"),

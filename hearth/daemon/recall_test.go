@@ -1,4 +1,4 @@
-package hearth
+package daemon
 
 import (
 	"context"
@@ -286,7 +286,7 @@ func TestRecallRetriesUntilItOpens(t *testing.T) {
 }
 
 func TestRecallConfigErrorIsNotRetried(t *testing.T) {
-	_, cfgErr := newEmbedder(DaemonOptions{Getenv: env(map[string]string{"MNEMO_EMBEDDER": "openai", "MNEMO_EMBED_MODEL": "m"})}, slog.New(slog.DiscardHandler))
+	_, cfgErr := newEmbedder(Options{Getenv: env(map[string]string{"MNEMO_EMBEDDER": "openai", "MNEMO_EMBED_MODEL": "m"})}, slog.New(slog.DiscardHandler))
 	if cfgErr == nil || !permanent(cfgErr) || !strings.Contains(cfgErr.Error(), "MNEMO_EMBED_DIM") {
 		t.Fatalf("newEmbedder without MNEMO_EMBED_DIM = %v, want a permanent configuration error naming it", cfgErr)
 	}
@@ -296,7 +296,7 @@ func TestRecallConfigErrorIsNotRetried(t *testing.T) {
 	}{
 		{"embedder configuration", cfgErr},
 		{"bad embedder name", func() error {
-			_, err := newEmbedder(DaemonOptions{Getenv: env(map[string]string{"MNEMO_EMBEDDER": "magic"})}, slog.New(slog.DiscardHandler))
+			_, err := newEmbedder(Options{Getenv: env(map[string]string{"MNEMO_EMBEDDER": "magic"})}, slog.New(slog.DiscardHandler))
 			return err
 		}()},
 	} {

@@ -1,4 +1,4 @@
-package hearth
+package daemon
 
 import (
 	"context"

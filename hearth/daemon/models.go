@@ -1,6 +1,7 @@
-package hearth
+package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/llm"
 )
 
@@ -20,7 +22,7 @@ import (
 //
 // Every field is optional. provider and model override MNEMO_PROVIDER and
 // MNEMO_MODEL; context overrides the -context-budget flag and the default
-// shares (see ContextBudget). It is read before every turn, so an edit
+// shares (see hearth.ContextBudget). It is read before every turn, so an edit
 // applies to the next message with no restart (seed 000, SWAP-1 and
 // SWAP-2). Keys stay in the environment.
 const PreferencesFile = "preferences.json"
@@ -29,7 +31,7 @@ const PreferencesFile = "preferences.json"
 type Preferences struct {
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
-	// Context is a ContextBudget whose omitted fields keep their base
+	// Context is a hearth.ContextBudget whose omitted fields keep their base
 	// values; it is decoded (and validated) by budgetResolver.
 	Context json.RawMessage `json:"context,omitempty"`
 }
@@ -100,19 +102,19 @@ type modelResolver struct {
 	log    *slog.Logger
 
 	mu    sync.Mutex
-	cache map[string]Model
+	cache map[string]hearth.Model
 }
 
 func newModelResolver(prefs *prefsReader, getenv func(string) string, log *slog.Logger) *modelResolver {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &modelResolver{prefs: prefs, getenv: getenv, hc: &http.Client{}, log: log, cache: make(map[string]Model)}
+	return &modelResolver{prefs: prefs, getenv: getenv, hc: &http.Client{}, log: log, cache: make(map[string]hearth.Model)}
 }
 
 // Resolve returns the model the next turn uses. Its error is safe to show:
 // it names what to configure.
-func (r *modelResolver) Resolve() (Model, error) {
+func (r *modelResolver) Resolve() (hearth.Model, error) {
 	p, _ := r.prefs.read()
 	getenv := func(k string) string {
 		switch {
@@ -143,7 +145,7 @@ func (r *modelResolver) Resolve() (Model, error) {
 }
 
 // newModel builds the adapter for cfg, with retries on transient failures.
-func newModel(cfg llm.Config, hc *http.Client, log *slog.Logger) (Model, error) {
+func newModel(cfg llm.Config, hc *http.Client, log *slog.Logger) (hearth.Model, error) {
 	var m llm.Streamer
 	switch {
 	case cfg.Provider == llm.ProviderXAI && cfg.API != llm.APIChat:
@@ -156,4 +158,61 @@ func newModel(cfg llm.Config, hc *http.Client, log *slog.Logger) (Model, error) 
 		return nil, fmt.Errorf("provider %q is not supported", cfg.Provider)
 	}
 	return llm.NewRetrying(m, llm.RetryPolicy{Log: log}), nil
+}
+
+// budgetResolver gives each turn its context budget: the base (the
+// -context-budget flag over the default) overridden by the "context"
+// object of PreferencesFile, which is read every time so that an edit
+// applies on the next turn. An invalid override is logged once and the
+// base applies.
+type budgetResolver struct {
+	prefs *prefsReader
+	base  hearth.ContextBudget
+}
+
+// Budget returns the budget for the next turn.
+func (r *budgetResolver) Budget() hearth.ContextBudget {
+	p, ok := r.prefs.read()
+	if !ok || len(p.Context) == 0 {
+		return r.base
+	}
+	b, err := overrideBudget(r.base, p.Context)
+	if err != nil {
+		r.prefs.warnOnce("context", "ignoring the context budget in "+PreferencesFile+"; using "+budgetString(r.base), err)
+		return r.base
+	}
+	r.prefs.clear("context")
+	return b
+}
+
+// overrideBudget applies a "context" object to base: the fields it names
+// replace base's, and the result must be valid.
+func overrideBudget(base hearth.ContextBudget, raw json.RawMessage) (hearth.ContextBudget, error) {
+	b := base
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		return base, fmt.Errorf("context: %w", err)
+	}
+	if err := b.Validate(); err != nil {
+		return base, err
+	}
+	return b, nil
+}
+
+func budgetString(b hearth.ContextBudget) string {
+	return fmt.Sprintf("%d tokens, %d/%d/%d%%", b.Tokens, b.Shares.Recent, b.Shares.Memories, b.Shares.Tools)
+}
+
+// baseBudget is the default budget with the -context-budget flag's total,
+// when given.
+func baseBudget(tokens int) (hearth.ContextBudget, error) {
+	b := hearth.DefaultContextBudget()
+	if tokens != 0 {
+		b.Tokens = tokens
+	}
+	if err := b.Validate(); err != nil {
+		return b, fmt.Errorf("-context-budget: %w", err)
+	}
+	return b, nil
 }

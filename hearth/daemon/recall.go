@@ -1,4 +1,4 @@
-package hearth
+package daemon
 
 import (
 	"cmp"
@@ -16,8 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/tools"
-	"github.com/mnemo/mnemo/ipc"
+	"github.com/mnemo/mnemo/hearth/wire"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/embed"
 	"github.com/mnemo/mnemo/memory/embed/wordvec"
@@ -41,7 +42,7 @@ type recallSystem struct {
 
 // openRecall sets up recall from the environment (see newEmbedder and
 // openIndex).
-func openRecall(ctx context.Context, root *memory.Root, j *journal.Journal, o DaemonOptions, log *slog.Logger) (*recallSystem, error) {
+func openRecall(ctx context.Context, root *memory.Root, j *journal.Journal, o Options, log *slog.Logger) (*recallSystem, error) {
 	emb, err := newEmbedder(o, log)
 	if err != nil {
 		return nil, err
@@ -52,7 +53,7 @@ func openRecall(ctx context.Context, root *memory.Root, j *journal.Journal, o Da
 // recallOpener returns what RunDaemon retries until recall opens: the
 // embedder is made on the first call that gets that far (its errors are
 // configuration, never retried), the index on every call.
-func recallOpener(root *memory.Root, j *journal.Journal, o DaemonOptions, log *slog.Logger) func(context.Context) (*recallSystem, error) {
+func recallOpener(root *memory.Root, j *journal.Journal, o Options, log *slog.Logger) func(context.Context) (*recallSystem, error) {
 	var emb recall.Embedder
 	loaded := false
 	return func(ctx context.Context) (*recallSystem, error) {
@@ -68,7 +69,7 @@ func recallOpener(root *memory.Root, j *journal.Journal, o DaemonOptions, log *s
 }
 
 // recallBackend names the index o configures.
-func recallBackend(o DaemonOptions) string {
+func recallBackend(o Options) string {
 	if o.Getenv("MNEMO_QDRANT_ADDR") != "" {
 		return "qdrant"
 	}
@@ -76,7 +77,7 @@ func recallBackend(o DaemonOptions) string {
 }
 
 // embedderKind names the embedder o configures, before it is made.
-func embedderKind(o DaemonOptions) string {
+func embedderKind(o Options) string {
 	switch kind := strings.ToLower(o.Getenv("MNEMO_EMBEDDER")); kind {
 	case "":
 		return "wordvec"
@@ -90,7 +91,7 @@ func embedderKind(o DaemonOptions) string {
 
 // openIndex opens the index with emb's dimension. The journal stays the
 // truth: a corrupt or mismatched index is removed and rebuilt from it.
-func openIndex(ctx context.Context, root *memory.Root, j *journal.Journal, o DaemonOptions, emb recall.Embedder, log *slog.Logger) (*recallSystem, error) {
+func openIndex(ctx context.Context, root *memory.Root, j *journal.Journal, o Options, emb recall.Embedder, log *slog.Logger) (*recallSystem, error) {
 	dim := 0
 	if emb != nil {
 		dim = emb.Dim()
@@ -123,7 +124,7 @@ func openIndex(ctx context.Context, root *memory.Root, j *journal.Journal, o Dae
 			return nil, fmt.Errorf("open recall index: %w", err)
 		}
 	}
-	rs.indexer = indexer.New(indexer.Options{Journal: j, Index: rs.index, Embedder: emb, Session: conversationID, Log: log})
+	rs.indexer = indexer.New(indexer.Options{Journal: j, Index: rs.index, Embedder: emb, Session: hearth.MainConversation, Log: log})
 	rs.searcher = &recall.Searcher{Index: rs.index, Embedder: emb, Log: log}
 	if r, ok := emb.(recall.Reranker); ok {
 		rs.searcher.Reranker = r // the offline word vectors rerank too
@@ -152,7 +153,7 @@ func permanent(err error) bool {
 // newEmbedder picks the embedder: MNEMO_EMBEDDER=wordvec (the default when
 // the vectors file exists), openai, ollama or none. Its errors are
 // configErrors.
-func newEmbedder(o DaemonOptions, log *slog.Logger) (recall.Embedder, error) {
+func newEmbedder(o Options, log *slog.Logger) (recall.Embedder, error) {
 	kind := strings.ToLower(o.Getenv("MNEMO_EMBEDDER"))
 	switch kind {
 	case "", "wordvec":
@@ -236,7 +237,7 @@ const (
 // context window already holds. The two searches run concurrently within
 // memoryTimeout. It is injected context: marked with the sentinel, never
 // journaled, never indexed.
-func (rs *recallSystem) memories(ctx context.Context, req MemoryRequest) string {
+func (rs *recallSystem) memories(ctx context.Context, req memory.ContextRequest) string {
 	ctx, cancel := context.WithTimeout(ctx, memoryTimeout)
 	defer cancel()
 	q := recall.Query{Text: req.Query}
@@ -280,7 +281,7 @@ func memoryHits(allowance int) int {
 // memoryBlock is the injected block: the sentinel, then a section of older
 // turns and one of tool results, each omitted when empty; "" when both
 // are.
-func memoryBlock(req MemoryRequest, turns, results []recall.Hit) string {
+func memoryBlock(req memory.ContextRequest, turns, results []recall.Hit) string {
 	th, rh := turnsHeading, toolsHeading
 	if req.Session {
 		th, rh = sessionTurnsHeading, sessionToolsHeading
@@ -296,8 +297,8 @@ func memoryBlock(req MemoryRequest, turns, results []recall.Hit) string {
 // memorySection is heading and the lines of the hits not in req.Exclude,
 // in rank order, skipping any that would take it over allowance tokens;
 // "" when no hit fits. The records it shows are added to req.Injected.
-func memorySection(heading string, hits []recall.Hit, req MemoryRequest, allowance int, line func(recall.Doc) string) string {
-	used := estimateTokens(heading)
+func memorySection(heading string, hits []recall.Hit, req memory.ContextRequest, allowance int, line func(recall.Doc) string) string {
+	used := memory.EstimateTokens(heading)
 	var b strings.Builder
 	for _, h := range hits {
 		base, _, _ := strings.Cut(h.Doc.ID, "#")
@@ -305,7 +306,7 @@ func memorySection(heading string, hits []recall.Hit, req MemoryRequest, allowan
 			continue
 		}
 		l := line(h.Doc)
-		if n := estimateTokens(l); used+n <= allowance {
+		if n := memory.EstimateTokens(l); used+n <= allowance {
 			used += n
 			b.WriteString(l)
 			if req.Injected != nil {
@@ -331,7 +332,7 @@ func toolLine(d recall.Doc) string {
 
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if t, shortened := cut(s, n); shortened {
+	if t, shortened := wire.Cut(s, n); shortened {
 		return t + "…"
 	}
 	return s
@@ -341,9 +342,9 @@ func oneLine(s string, n int) string {
 func (rs *recallSystem) Close() error { return rs.index.Close() }
 
 // health reports the indexer's progress in terms safe to show.
-func (rs *recallSystem) health() *ipc.IndexHealth {
+func (rs *recallSystem) health() *memory.IndexHealth {
 	st := rs.indexer.Status()
-	h := &ipc.IndexHealth{Backend: rs.backend, Embedder: embedderName(rs.embedder), Indexed: st.Indexed, LagMS: st.Lag.Milliseconds(), Failures: st.Failures}
+	h := &memory.IndexHealth{Backend: rs.backend, Embedder: embedderName(rs.embedder), Indexed: st.Indexed, Lag: st.Lag, Failures: st.Failures}
 	if st.Failures > 0 {
 		h.Failing = fmt.Sprintf("indexing is failing; retrying at %s (details in hearth's log)", st.RetryAt.Format(time.TimeOnly))
 	}
@@ -359,7 +360,7 @@ type lateRecall struct {
 	keyword tools.SearchFunc
 	// down is what health reports while recall is not open, once an
 	// attempt to open it failed.
-	down atomic.Pointer[ipc.IndexHealth]
+	down atomic.Pointer[memory.IndexHealth]
 	// backend and embedder describe what is being opened, for down.
 	backend, embedder string
 }
@@ -415,7 +416,7 @@ func (l *lateRecall) open(ctx context.Context, opener func(context.Context) (*re
 		if ctx.Err() != nil {
 			return nil
 		}
-		down := &ipc.IndexHealth{Backend: l.backend, Embedder: l.embedder, Unavailable: true, Failures: attempt}
+		down := &memory.IndexHealth{Backend: l.backend, Embedder: l.embedder, Unavailable: true, Failures: attempt}
 		if permanent(err) {
 			log.Error("recall is misconfigured: memory search falls back to keywords until it is fixed and hearth restarts", "err", err)
 			down.Failing = msgRecallMisconfigured
@@ -446,6 +447,15 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // search goes to recall once it is open, to the keyword fallback until
 // then; both apply req's filters.
+func (l *lateRecall) Search(ctx context.Context, mreq memory.SearchRequest) ([]memory.Hit, error) {
+	hits, err := l.search(ctx, tools.SearchRequest{Query: mreq.Query, K: mreq.K, Roles: mreq.Roles, Kinds: mreq.Kinds, Since: mreq.Since, Until: mreq.Until})
+	out := make([]memory.Hit, len(hits))
+	for i, h := range hits {
+		out[i] = memory.Hit{ID: h.ID, Kind: h.Kind, Role: h.Role, Session: h.Session, Channel: h.Channel, Text: h.Text, TS: h.TS, Score: h.Score}
+	}
+	return out, err
+}
+
 func (l *lateRecall) search(ctx context.Context, req tools.SearchRequest) ([]tools.Hit, error) {
 	if rs := l.rs.Load(); rs != nil {
 		return rs.search(ctx, req)
@@ -453,7 +463,7 @@ func (l *lateRecall) search(ctx context.Context, req tools.SearchRequest) ([]too
 	return l.keyword(ctx, req)
 }
 
-func (l *lateRecall) memories(ctx context.Context, req MemoryRequest) string {
+func (l *lateRecall) Relevant(ctx context.Context, req memory.ContextRequest) string {
 	if rs := l.rs.Load(); rs != nil {
 		return rs.memories(ctx, req)
 	}
@@ -461,7 +471,7 @@ func (l *lateRecall) memories(ctx context.Context, req MemoryRequest) string {
 }
 
 // notify needs no queue before the indexer runs: it starts from its cursor.
-func (l *lateRecall) notify(id string) {
+func (l *lateRecall) Notify(id string) {
 	if rs := l.rs.Load(); rs != nil {
 		rs.indexer.Notify(id)
 	}
@@ -469,7 +479,7 @@ func (l *lateRecall) notify(id string) {
 
 // health is the open index's progress; while it is not open, why (once an
 // attempt failed); nil while the first attempt runs.
-func (l *lateRecall) health() *ipc.IndexHealth {
+func (l *lateRecall) Health() *memory.IndexHealth {
 	if rs := l.rs.Load(); rs != nil {
 		return rs.health()
 	}

@@ -1,0 +1,150 @@
+package hearth
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/journal"
+)
+
+// Commands return a *Problem when they refuse: its Code and Message are
+// safe to show to whoever sent the request.
+
+// Send queues a text message from the owner; the agent answers it in
+// turn. ref is echoed in the events about it.
+func (h *Hearth) Send(ref, content string) error {
+	if strings.TrimSpace(content) == "" {
+		return &Problem{Code: CodeBadRequest, Message: "message content is empty", Ref: ref}
+	}
+	return h.enqueue(h.conv, turnReq{ref: ref, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
+}
+
+// AddTranscript queues a finished voice turn (role user or agent); it is
+// stored with mode voice, in order with messages, and not answered: the
+// voice session answers it.
+func (h *Hearth) AddTranscript(ref, role, text string) error {
+	if role != memory.RoleUser && role != memory.RoleAgent {
+		return &Problem{Code: CodeBadRequest, Message: `transcript role must be "user" or "agent"`, Ref: ref}
+	}
+	if strings.TrimSpace(text) == "" {
+		return &Problem{Code: CodeBadRequest, Message: "transcript text is empty", Ref: ref}
+	}
+	return h.enqueue(h.conv, turnReq{ref: ref, rec: journal.Record{Role: role, Text: text, Mode: memory.ModeVoice}})
+}
+
+// enqueue takes req into c's queue, or refuses it: a full queue, or a
+// queue already drained by shutdown. Checked under the lock that drain
+// takes, so that a request is stored or refused, never lost.
+func (h *Hearth) enqueue(c *conversation, req turnReq) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c.closed {
+		return &Problem{Code: CodeShuttingDown, Message: "hearth is shutting down; the message was not stored", Ref: req.ref}
+	}
+	select {
+	case c.turns <- req:
+		return nil
+	default:
+		return &Problem{Code: CodeUnavailable, Message: "hearth is busy: too many messages are waiting; try again shortly", Ref: req.ref}
+	}
+}
+
+// Cancel stops the reply in flight; its text so far is stored, marked
+// incomplete.
+func (h *Hearth) Cancel(ref string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conv.cancelTurn == nil {
+		return &Problem{Code: CodeBadRequest, Message: "there is no reply in flight to cancel", Ref: ref}
+	}
+	h.conv.cancelTurn(errCancelled)
+	return nil
+}
+
+// Confirm answers a ConfirmAsked; the first answer wins.
+func (h *Hearth) Confirm(id string, approve bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch, ok := h.conv.confirms[id]
+	if !ok {
+		return &Problem{Code: CodeBadRequest, Message: "no confirmation is waiting under that id (it may have expired)"}
+	}
+	delete(h.conv.confirms, id)
+	ch <- approve
+	return nil
+}
+
+// Search limits.
+const (
+	DefaultSearchResults = 10
+	MaxSearchResults     = 50
+)
+
+// Search searches memory with req's filters; K outside [1, 50] takes 10.
+func (h *Hearth) Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error) {
+	if h.cfg.Memory == nil {
+		return nil, &Problem{Code: CodeUnavailable, Message: "memory search is not available on this hearth"}
+	}
+	if strings.TrimSpace(req.Query) == "" {
+		return nil, &Problem{Code: CodeBadRequest, Message: "search query is empty"}
+	}
+	if req.K <= 0 || req.K > MaxSearchResults {
+		req.K = DefaultSearchResults
+	}
+	if err := req.Validate(); err != nil {
+		return nil, &Problem{Code: CodeBadRequest, Message: "search: " + err.Error()}
+	}
+	hits, err := h.cfg.Memory.Search(ctx, req)
+	if err != nil {
+		h.log.Warn("search failed", "err", err)
+		return nil, &Problem{Code: CodeInternal, Message: "memory search failed; details are in hearth's log"}
+	}
+	return hits, nil
+}
+
+// Keep stores a memory the agent chose to keep (the cache_store tool): a
+// tool record, committed, indexed and published like every other.
+func (h *Hearth) Keep(ctx context.Context, label, content string) (string, error) {
+	rec := journal.Record{Role: memory.RoleTool, Text: content, Mode: memory.ModeText, Tool: &journal.ToolResult{Name: "cache_store", Reason: label}}
+	stored, err := h.commit(ctx, h.conv, rec, func(r journal.Record) Event { return &TurnStored{Record: r} })
+	if err != nil {
+		return "", err
+	}
+	return stored.ID, nil
+}
+
+// RequestVoice asks for a realtime voice credential.
+func (h *Hearth) RequestVoice(ctx context.Context) error {
+	return &Problem{Code: CodeUnavailable, Message: "realtime voice is not available on this hearth yet"}
+}
+
+// StopVoice says a voice session ended.
+func (h *Hearth) StopVoice() {}
+
+// Health is the core's state in terms safe to show.
+type Health struct {
+	State           string
+	Subscribers     int
+	Provider, Model string
+	// Dropped counts subscribers cut off for falling behind.
+	Dropped int
+	// Index is recall's progress; nil while it first opens or when off.
+	Index *memory.IndexHealth
+	At    time.Time
+}
+
+// Health reports the agent's state, the subscribers and recall.
+func (h *Hearth) Health() Health {
+	h.mu.Lock()
+	r := Health{State: h.conv.state, Subscribers: len(h.subs), Dropped: h.dropped, At: time.Now()}
+	if m := h.conv.current; m != nil {
+		r.Provider, r.Model = m.Name(), m.Model()
+	}
+	h.mu.Unlock()
+	if h.cfg.Memory != nil {
+		r.Index = h.cfg.Memory.Health()
+	}
+	return r
+}

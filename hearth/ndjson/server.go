@@ -1,0 +1,414 @@
+package ndjson
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/wire"
+	"github.com/mnemo/mnemo/ipc"
+)
+
+// Options configure a Server. Zero values take the documented defaults.
+type Options struct {
+	Token string // required: the token clients must present
+
+	MaxClients       int           // authenticated connections at once; default 64
+	HandshakeTimeout time.Duration // time to send connect; default 5s
+	ClientQueue      int           // events queued per client before it is cut off; default 1024
+	ClientBudget     int64         // bytes queued per client before it is cut off; default 4 MiB
+	DropGrace        time.Duration // how long a dropped client may take to read why; default 5s
+	// CloseTimeout bounds how long Serve waits, once its context ends,
+	// for connections to finish (they end when the core shuts down and
+	// their queues are delivered); default 30s.
+	CloseTimeout time.Duration
+	// Gate bounds unauthenticated connections and throttles failed
+	// handshakes; zero values take gateOptions' defaults.
+	Gate gateOptions
+	Log  *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxClients <= 0 {
+		o.MaxClients = 64
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = 5 * time.Second
+	}
+	if o.ClientQueue <= 0 {
+		o.ClientQueue = 1024
+	}
+	if o.ClientBudget <= 0 {
+		o.ClientBudget = 4 << 20
+	}
+	if o.DropGrace <= 0 {
+		o.DropGrace = 5 * time.Second
+	}
+	if o.CloseTimeout <= 0 {
+		o.CloseTimeout = 30 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Server serves protocol v1 as NDJSON over TCP: one JSON object per line,
+// a connect handshake with the token first, then the core's events to the
+// client and its requests to the core (package wire).
+type Server struct {
+	core wire.Core
+	opts Options
+	log  *slog.Logger
+	gate *gate
+
+	clients atomic.Int64 // authenticated connections
+	nextID  atomic.Uint64
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+// New returns a Server for core.
+func New(core wire.Core, o Options) (*Server, error) {
+	o.setDefaults()
+	if o.Token == "" {
+		return nil, errors.New("ndjson: no auth token")
+	}
+	return &Server{core: core, opts: o, log: o.Log, gate: newGate(o.Gate), conns: make(map[net.Conn]struct{})}, nil
+}
+
+// Serve accepts connections on ln until ctx ends, then stops accepting and
+// waits for the connections to finish: each ends when its client leaves
+// or the core ends its subscription (on shutdown, after delivering what
+// was queued and telling the client why). Connections still open after
+// CloseTimeout are closed. Serve closes ln.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	var wg sync.WaitGroup
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	var err error
+	for {
+		nc, aerr := ln.Accept()
+		if aerr != nil {
+			var ne net.Error
+			if errors.As(aerr, &ne) && ne.Timeout() {
+				continue
+			}
+			if ctx.Err() == nil && !errors.Is(aerr, net.ErrClosed) {
+				err = fmt.Errorf("ndjson: accept: %w", aerr)
+			}
+			break
+		}
+		s.track(nc, true)
+		wg.Go(func() {
+			defer s.track(nc, false)
+			s.serveConn(ctx, nc)
+		})
+	}
+	ln.Close()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(s.opts.CloseTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("closing connections that did not finish in time")
+		s.mu.Lock()
+		for nc := range s.conns {
+			nc.Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	return err
+}
+
+func (s *Server) track(nc net.Conn, add bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if add {
+		s.conns[nc] = struct{}{}
+	} else {
+		delete(s.conns, nc)
+	}
+}
+
+// serveConn runs one connection from handshake to close.
+func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
+	defer nc.Close()
+	remote := nc.RemoteAddr().String()
+	ip := sourceIP(nc.RemoteAddr())
+
+	// Unauthenticated connections have a budget of their own, per source
+	// and in all, so that they never crowd out the owner.
+	release, ok := s.gate.admit(ip)
+	if !ok {
+		s.log.Warn("connection refused: too many unauthenticated connections", "remote", remote)
+		refuse(nc, &ipc.Error{Code: ipc.CodeTooManyClients, Message: "too many connections are waiting to authenticate; try again shortly"})
+		return
+	}
+	hello, ok := s.authenticate(ctx, nc, ip, remote)
+	release()
+	if !ok {
+		return
+	}
+
+	if n := s.clients.Add(1); n > int64(s.opts.MaxClients) {
+		s.clients.Add(-1)
+		s.log.Warn("connection refused: too many clients", "remote", remote)
+		refuse(nc, &ipc.Error{Code: ipc.CodeTooManyClients, Message: "hearth has too many clients connected"})
+		return
+	}
+	defer s.clients.Add(-1)
+	s.session(ctx, nc, hello, remote)
+}
+
+// authenticate reads the connect message within HandshakeTimeout, after
+// the delay the source's recent failures earned, and checks the token in
+// constant time. A failure is answered only after a growing delay, holding
+// the connection's slot meanwhile, so guessing gains nothing by speed.
+func (s *Server) authenticate(ctx context.Context, nc net.Conn, ip netip.Addr, remote string) (*ipc.Connect, bool) {
+	if d := s.gate.penalty(ip); d > 0 && !wait(ctx, d) {
+		return nil, false
+	}
+	r := ipc.NewReader(nc)
+	nc.SetReadDeadline(time.Now().Add(s.opts.HandshakeTimeout))
+	hello, herr := s.handshake(r)
+	nc.SetReadDeadline(time.Time{})
+	if herr != nil {
+		d := s.gate.failed(ip)
+		s.log.Warn("handshake refused", "remote", remote, "reason", herr.Code, "delay", d)
+		wait(ctx, d)
+		refuse(nc, herr)
+		return nil, false
+	}
+	s.gate.succeeded(ip)
+	return hello, true
+}
+
+// wait waits d; false when ctx ended first.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// sourceIP is the address a connection comes from, for the gate.
+func sourceIP(a net.Addr) netip.Addr {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.AddrPort().Addr().Unmap()
+	}
+	if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
+}
+
+// handshake reads the connect message and checks its token. A refusal
+// says why without revealing anything else.
+func (s *Server) handshake(r *ipc.Reader) (*ipc.Connect, *ipc.Error) {
+	m, err := r.Read()
+	if err != nil {
+		var ne net.Error
+		switch {
+		case errors.Is(err, ipc.ErrLineTooLong):
+			return nil, &ipc.Error{Code: ipc.CodeLineTooLong, Message: "line exceeds the 1 MiB limit"}
+		case errors.As(err, &ne) && ne.Timeout():
+			return nil, &ipc.Error{Code: ipc.CodeHandshake, Message: "no connect message in time"}
+		}
+		return nil, &ipc.Error{Code: ipc.CodeUnauthorized, Message: `the first message must be {"type":"connect","token":"…"}`}
+	}
+	hello, ok := m.(*ipc.Connect)
+	if !ok {
+		return nil, &ipc.Error{Code: ipc.CodeUnauthorized, Message: `the first message must be {"type":"connect","token":"…"}`}
+	}
+	if !tokensEqual(hello.Token, s.opts.Token) {
+		return nil, &ipc.Error{Code: ipc.CodeUnauthorized, Message: "wrong or missing token"}
+	}
+	if hello.Protocol > ipc.ProtocolVersion {
+		return nil, &ipc.Error{Code: ipc.CodeProtocol, Message: fmt.Sprintf("this hearth speaks protocol %d", ipc.ProtocolVersion)}
+	}
+	return hello, nil
+}
+
+// tokensEqual compares in constant time, independent of either length.
+func tokensEqual(got, want string) bool {
+	a := sha256.Sum256([]byte(got))
+	b := sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1 && got != ""
+}
+
+// refuse writes one error and leaves the caller to close the connection.
+func refuse(nc net.Conn, e *ipc.Error) {
+	line, err := ipc.Encode(e)
+	if err != nil {
+		return
+	}
+	nc.SetWriteDeadline(time.Now().Add(time.Second))
+	nc.Write(line)
+}
+
+// conn is one authenticated client: a reader handing requests to its
+// wire session, and a writer delivering the session's events.
+type conn struct {
+	nc  net.Conn
+	id  uint64
+	log *slog.Logger
+
+	mu  sync.Mutex
+	why *ipc.Error // what to tell the client as the connection ends
+}
+
+func (c *conn) setWhy(e *ipc.Error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.why == nil {
+		c.why = e
+	}
+}
+
+// session serves an authenticated client until it leaves, misbehaves
+// beyond recovery, falls behind or hearth shuts down.
+func (s *Server) session(ctx context.Context, nc net.Conn, hello *ipc.Connect, remote string) {
+	c := &conn{nc: nc, id: s.nextID.Add(1), log: s.log}
+	sess, err := wire.Open(context.WithoutCancel(ctx), s.core, wire.Options{
+		Watch: hearth.WatchOptions{
+			Name:      hello.Client,
+			MaxEvents: s.opts.ClientQueue,
+			MaxBytes:  s.opts.ClientBudget,
+			// Unblock a writer stuck on a peer that stopped reading,
+			// leaving a peer that resumes soon the time to read why.
+			OnCut: func(error) { nc.SetWriteDeadline(time.Now().Add(s.opts.DropGrace)) },
+		},
+		Health: s.health,
+		Log:    s.log,
+	})
+	if err != nil {
+		refuse(nc, wire.Farewell(err))
+		return
+	}
+	s.log.Info("client connected", "client", c.id, "name", hello.Client, "remote", remote)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		c.readLoop(sess)
+	}()
+	why := c.writeLoop(sess)
+	sess.Close()
+	nc.Close() // unblocks the reader
+	<-readerDone
+	s.log.Info("client disconnected", "client", c.id, "reason", reason(why))
+}
+
+func reason(err error) string {
+	if err == nil {
+		return "left"
+	}
+	return err.Error()
+}
+
+// readLoop hands the client's requests to sess until the client leaves or
+// sends a line too long to read past; either way the session closes,
+// which ends the writer.
+func (c *conn) readLoop(sess *wire.Session) {
+	defer sess.Close()
+	r := ipc.NewReader(c.nc)
+	for {
+		m, err := r.Read()
+		var se *ipc.SyntaxError
+		var ute *ipc.UnknownTypeError
+		switch {
+		case errors.As(err, &se), errors.As(err, &ute):
+			sess.BadLine(err)
+			continue
+		case errors.Is(err, ipc.ErrLineTooLong):
+			c.setWhy(&ipc.Error{Code: ipc.CodeLineTooLong, Message: "line exceeds the 1 MiB limit"})
+			return
+		case err != nil:
+			return // closed, reset or cut off
+		}
+		if !sess.Handle(m) {
+			return
+		}
+	}
+}
+
+// writeLoop writes the session's events, a batch at a time with one flush
+// each, until the session ends; then it tells the client why, if there is
+// anything to tell, and returns the reason.
+func (c *conn) writeLoop(sess *wire.Session) error {
+	bw := bufio.NewWriterSize(c.nc, 32<<10)
+	err := sess.Run(context.Background(), func(msgs []ipc.Msg) error {
+		for _, m := range msgs {
+			frame, err := encode(m)
+			if err != nil {
+				c.log.Error("encode event", "type", m.Type(), "err", err)
+				continue
+			}
+			if _, err := bw.Write(frame); err != nil {
+				return err
+			}
+		}
+		return bw.Flush()
+	})
+	if e := wire.Farewell(err); e != nil {
+		c.setWhy(e)
+	}
+	c.mu.Lock()
+	why := c.why
+	c.mu.Unlock()
+	if why != nil {
+		if line, eerr := ipc.Encode(why); eerr == nil {
+			c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+			bw.Write(line)
+			bw.Flush()
+		}
+	}
+	return err
+}
+
+// encode is m as one line. A history too large for a line drops its
+// oldest turns until it fits (then the text in flight, which still
+// streams as tokens).
+func encode(m ipc.Msg) ([]byte, error) {
+	hist, ok := m.(*ipc.History)
+	if !ok {
+		return ipc.Encode(m)
+	}
+	for {
+		frame, err := ipc.Encode(hist)
+		if !errors.Is(err, ipc.ErrLineTooLong) {
+			return frame, err
+		}
+		switch {
+		case len(hist.Turns) > 0:
+			hist.Turns = hist.Turns[len(hist.Turns)/4+1:]
+		case hist.Pending != "":
+			hist.Pending = ""
+		default:
+			return nil, err
+		}
+	}
+}
+
+// health adds the door's counters to a health report.
+func (s *Server) health(r *ipc.HealthReport) {
+	st := s.gate.stats()
+	r.Refused, r.Throttled = st.Refused, st.Throttled
+}

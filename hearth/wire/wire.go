@@ -1,0 +1,338 @@
+// Package wire is protocol v1 (package ipc) over hearth's core: it turns
+// a client's requests into core commands and the core's domain events into
+// wire messages. Doors that speak v1 — the NDJSON server (hearth/ndjson)
+// and the in-process client (hearth/local) — share it, so the conversion
+// exists once, at the edge.
+package wire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/ipc"
+	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/journal"
+)
+
+// Core is what a v1 session needs from hearth's core. *hearth.Hearth
+// implements it.
+type Core interface {
+	Subscribe(opts hearth.WatchOptions) (*hearth.Subscription, error)
+	Send(ref, content string) error
+	AddTranscript(ref, role, text string) error
+	Cancel(ref string) error
+	Confirm(id string, approve bool) error
+	Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
+	Health() hearth.Health
+	RequestVoice(ctx context.Context) error
+	StopVoice()
+}
+
+// Options configure a Session.
+type Options struct {
+	// Watch configures the subscription (name, queue bounds, OnCut).
+	Watch hearth.WatchOptions
+	// Health, when set, adds the door's own counters to a health report.
+	Health func(*ipc.HealthReport)
+	Log    *slog.Logger
+}
+
+// Session is one v1 client over the core: its subscription and the
+// requests it has under way (searches run off the caller's goroutine).
+type Session struct {
+	core Core
+	sub  *hearth.Subscription
+	opts Options
+	log  *slog.Logger
+
+	ctx    context.Context // ends with Close: cancels searches
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Open subscribes a client; its first message will be the history
+// snapshot. ctx bounds the requests the session runs (searches).
+func Open(ctx context.Context, core Core, o Options) (*Session, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	sub, err := core.Subscribe(o.Watch)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	return &Session{core: core, sub: sub, opts: o, log: o.Log, ctx: ctx, cancel: cancel}, nil
+}
+
+// Close unsubscribes, cancels the session's searches and waits for them.
+func (s *Session) Close() {
+	s.cancel()
+	s.sub.Close()
+	s.wg.Wait()
+}
+
+// Run delivers the core's events as wire messages to emit, a batch at a
+// time (see hearth.Subscription.Run), until the session ends. It returns
+// hearth.ErrLagging or hearth.ErrShuttingDown when the core ended the
+// subscription; Farewell says what to tell the client then.
+func (s *Session) Run(ctx context.Context, emit func([]ipc.Msg) error) error {
+	var out []ipc.Msg
+	return s.sub.Run(ctx, func(evs []hearth.Event) error {
+		out = out[:0]
+		for _, ev := range evs {
+			if m := Event(ev); m != nil {
+				out = append(out, m)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return emit(out)
+	})
+}
+
+// Farewell is the error a client is told when its session ends for why;
+// nil when there is nothing to say (it left, or the door closed).
+func Farewell(why error) *ipc.Error {
+	switch {
+	case errors.Is(why, hearth.ErrLagging):
+		return &ipc.Error{Code: ipc.CodeSlowClient, Message: "this client fell behind and was disconnected; reconnect to resync"}
+	case errors.Is(why, hearth.ErrShuttingDown):
+		return &ipc.Error{Code: ipc.CodeShuttingDown, Message: "hearth is shutting down"}
+	}
+	return nil
+}
+
+// reply queues m for this client, in order with its events.
+func (s *Session) reply(m ipc.Msg) {
+	s.sub.Reply(m)
+}
+
+// Handle carries out one request from the client. It returns false when
+// the client said goodbye.
+func (s *Session) Handle(m ipc.Msg) bool {
+	switch m := m.(type) {
+	case *ipc.Message:
+		s.refuse(s.core.Send(m.Ref, m.Content), m.Ref)
+	case *ipc.Transcript:
+		s.refuse(s.core.AddTranscript(m.Ref, m.Role, m.Text), m.Ref)
+	case *ipc.Ping:
+		s.reply(&ipc.Pong{Ref: m.Ref})
+	case *ipc.VoiceRequest:
+		s.refuse(s.core.RequestVoice(s.ctx), "")
+	case *ipc.StopVoice:
+		s.core.StopVoice()
+	case *ipc.Cancel:
+		s.refuse(s.core.Cancel(m.Ref), m.Ref)
+	case *ipc.Confirm:
+		s.refuse(s.core.Confirm(m.ID, m.Approve), "")
+	case *ipc.Search:
+		s.search(m)
+	case *ipc.Health:
+		s.reply(s.health(m.Ref))
+	case *ipc.Disconnect:
+		return false
+	case *ipc.Connect:
+		s.reply(&ipc.Error{Code: ipc.CodeBadRequest, Message: "already connected"})
+	default:
+		s.reply(&ipc.Error{Code: ipc.CodeBadRequest, Message: fmt.Sprintf("%q is sent by hearth, not by clients", m.Type())})
+	}
+	return true
+}
+
+// BadLine answers a line that did not decode; the connection stays open.
+func (s *Session) BadLine(err error) {
+	var se *ipc.SyntaxError
+	var ute *ipc.UnknownTypeError
+	switch {
+	case errors.As(err, &ute):
+		s.reply(&ipc.Error{Code: ipc.CodeUnknownType, Message: fmt.Sprintf("unknown message type %q", ute.Type)})
+	case errors.As(err, &se):
+		s.reply(&ipc.Error{Code: ipc.CodeBadRequest, Message: se.Error()})
+	default:
+		s.reply(&ipc.Error{Code: ipc.CodeBadRequest, Message: "malformed request"})
+	}
+}
+
+// refuse tells the client why a command refused its request, if it did.
+func (s *Session) refuse(err error, ref string) {
+	if err == nil {
+		return
+	}
+	e := Error(err)
+	if e.Ref == "" {
+		e.Ref = ref
+	}
+	s.reply(e)
+}
+
+// Error is a command's error as the client sees it: a *hearth.Problem
+// keeps its code and message; anything else is an internal error with a
+// fixed message (details belong in the log, never on the wire).
+func Error(err error) *ipc.Error {
+	var p *hearth.Problem
+	if errors.As(err, &p) {
+		return &ipc.Error{Code: p.Code, Message: p.Message, Ref: p.Ref}
+	}
+	return &ipc.Error{Code: ipc.CodeInternal, Message: "hearth failed to carry out the request; details are in hearth's log"}
+}
+
+// Bounds of what a search reply carries.
+const (
+	maxSearchSnippet = 4 << 10
+	maxSearchField   = 256 // a hit's session or channel
+	searchTimeout    = 10 * time.Second
+)
+
+// search answers a memory search off the caller's goroutine; Close
+// cancels it.
+func (s *Session) search(m *ipc.Search) {
+	req := memory.SearchRequest{Query: m.Query, K: m.K, Roles: m.Roles, Kinds: m.Kinds, Since: m.Since, Until: m.Until}
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, searchTimeout)
+		defer cancel()
+		hits, err := s.core.Search(ctx, req)
+		if err != nil {
+			s.refuse(err, m.Ref)
+			return
+		}
+		res := &ipc.SearchResults{Ref: m.Ref, Results: make([]ipc.SearchHit, 0, len(hits))}
+		for _, hit := range hits {
+			res.Results = append(res.Results, SearchHit(hit))
+		}
+		s.reply(res)
+	})
+}
+
+// SearchHit is a memory hit on the wire, its text and provenance bounded.
+func SearchHit(hit memory.Hit) ipc.SearchHit {
+	t := ipc.Turn{ID: hit.ID, Role: hit.Role, TS: hit.TS, Mode: ipc.ModeText}
+	if hit.Mode == memory.ModeVoice || hit.Channel == memory.ModeVoice {
+		t.Mode = ipc.ModeVoice
+	}
+	t.Content, t.Truncated = Cut(hit.Text, maxSearchSnippet)
+	h := ipc.SearchHit{Turn: t, Score: hit.Score, Kind: hit.Kind}
+	h.Session, _ = Cut(hit.Session, maxSearchField)
+	h.Channel, _ = Cut(hit.Channel, maxSearchField)
+	return h
+}
+
+func (s *Session) health(ref string) *ipc.HealthReport {
+	h := s.core.Health()
+	r := &ipc.HealthReport{Ref: ref, State: h.State, Clients: h.Subscribers, Provider: h.Provider, Model: h.Model, Dropped: h.Dropped}
+	if ix := h.Index; ix != nil {
+		r.Index = &ipc.IndexHealth{
+			Backend: ix.Backend, Embedder: ix.Embedder, Indexed: ix.Indexed, LagMS: ix.Lag.Milliseconds(),
+			Failures: ix.Failures, Failing: ix.Failing, Unavailable: ix.Unavailable,
+		}
+	}
+	if s.opts.Health != nil {
+		s.opts.Health(r)
+	}
+	return r
+}
+
+// Event is a core event as a wire message; nil for an event v1 does not
+// carry.
+func Event(ev hearth.Event) ipc.Msg {
+	switch e := ev.(type) {
+	case *hearth.Snapshot:
+		return History(e)
+	case *hearth.TurnStored:
+		return &ipc.TurnStored{Turn: Turn(e.Record), Ref: e.Ref}
+	case *hearth.ToolOutcome:
+		return Turn(e.Record).Tool
+	case *hearth.ReplyDone:
+		d := &ipc.Done{Turn: Turn(e.Record), Model: e.Model}
+		if e.Usage != nil {
+			d.Usage = &ipc.Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens}
+		}
+		return d
+	case *hearth.Token:
+		return &ipc.Token{Content: e.Text}
+	case *hearth.StateChanged:
+		return &ipc.Status{State: e.State, Detail: e.Detail}
+	case *hearth.ToolStarted:
+		return &ipc.ToolCall{ID: e.ID, Name: e.Name, Arguments: rawArgs(e.Args), Reason: e.Reason}
+	case *hearth.ConfirmAsked:
+		return &ipc.ConfirmRequest{ID: e.ID, Name: e.Name, Arguments: rawArgs(e.Args), Reason: e.Reason, Effect: e.Effect, ExpiresAt: e.ExpiresAt}
+	case *hearth.Problem:
+		return &ipc.Error{Code: e.Code, Message: e.Message, Ref: e.Ref}
+	case *hearth.Notice:
+		return &ipc.Error{Code: e.Code, Message: e.Message}
+	case *hearth.Reply:
+		m, _ := e.Value.(ipc.Msg)
+		return m
+	}
+	return nil
+}
+
+// History is a snapshot on the wire.
+func History(s *hearth.Snapshot) *ipc.History {
+	h := &ipc.History{
+		Turns:          make([]ipc.Turn, len(s.Turns)),
+		Server:         "hearth/" + s.Version,
+		Protocol:       ipc.ProtocolVersion,
+		ConversationID: s.Conversation,
+		State:          s.State,
+		Pending:        s.Pending,
+		Provider:       s.Provider,
+		Model:          s.Model,
+		Features:       s.Features,
+	}
+	for i, r := range s.Turns {
+		h.Turns[i] = Turn(r)
+	}
+	return h
+}
+
+// Turn is a journal record on the wire: content cut to MaxTurnContent, a
+// tool record's outcome in Tool with its result or error cut to 2 KiB.
+func Turn(r journal.Record) ipc.Turn {
+	t := ipc.Turn{ID: r.ID, Role: r.Role, TS: r.TS, Mode: r.Mode, Incomplete: r.Incomplete}
+	t.Content, t.Truncated = Cut(r.Text, ipc.MaxTurnContent)
+	for _, c := range r.ToolCalls {
+		t.ToolCalls = append(t.ToolCalls, ipc.ToolCall{ID: c.ID, Name: c.Name, Arguments: rawArgs(c.Arguments), Reason: c.Reason})
+	}
+	if tr := r.Tool; tr != nil {
+		res := &ipc.ToolResult{ID: tr.CallID, Name: tr.Name, Arguments: rawArgs(tr.Arguments), Reason: tr.Reason, DurationMS: tr.DurationMS, Confirmed: tr.Confirmed}
+		if tr.Error != "" {
+			res.Error, _ = Cut(tr.Error, maxToolSummary)
+		} else {
+			res.Result, _ = Cut(r.Text, maxToolSummary)
+		}
+		t.Tool = res
+		t.Content, t.Truncated = "", false // the outcome is in Tool
+	}
+	return t
+}
+
+// maxToolSummary bounds a tool's result or error as clients see it; the
+// model and the journal get all of it.
+const maxToolSummary = 2 << 10
+
+// Cut shortens s to at most n bytes on a rune boundary.
+func Cut(s string, n int) (string, bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
+}
+
+// rawArgs makes redacted arguments a JSON value on the wire.
+func rawArgs(b json.RawMessage) any {
+	if len(b) == 0 || !json.Valid(b) {
+		return nil
+	}
+	return b
+}

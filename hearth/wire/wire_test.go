@@ -1,0 +1,124 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/ipc"
+	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/journal"
+)
+
+var ts = time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+
+func TestEvent(t *testing.T) {
+	user := journal.Record{ID: "u1", Role: "user", Text: "hi", TS: ts, Mode: "text"}
+	yes := true
+	tool := journal.Record{ID: "t1", Role: "tool", Text: "42", TS: ts, Mode: "text", Tool: &journal.ToolResult{
+		CallID: "c1", Name: "calc", Arguments: json.RawMessage(`{"x":1}`), Reason: "sum", DurationMS: 3, Confirmed: &yes,
+	}}
+	failed := journal.Record{ID: "t2", Role: "tool", Text: "boom", TS: ts, Mode: "text", Tool: &journal.ToolResult{CallID: "c2", Name: "calc", Error: "boom"}}
+	step := journal.Record{ID: "a1", Role: "agent", Text: "let me see", TS: ts, Mode: "text", ToolCalls: []journal.ToolCall{{ID: "c1", Name: "calc", Arguments: json.RawMessage(`{"x":1}`), Reason: "sum"}}}
+	tests := []struct {
+		name string
+		ev   hearth.Event
+		want ipc.Msg
+	}{
+		{"snapshot", &hearth.Snapshot{Conversation: "main", Turns: []journal.Record{user}, State: "thinking", Pending: "so far", Provider: "xai", Model: "grok", Version: "1.2", Features: []string{"search"}},
+			&ipc.History{Turns: []ipc.Turn{{ID: "u1", Role: "user", Content: "hi", TS: ts, Mode: "text"}}, Server: "hearth/1.2", Protocol: ipc.ProtocolVersion, ConversationID: "main", State: "thinking", Pending: "so far", Provider: "xai", Model: "grok", Features: []string{"search"}}},
+		{"turn stored", &hearth.TurnStored{Record: user, Ref: "r"}, &ipc.TurnStored{Turn: ipc.Turn{ID: "u1", Role: "user", Content: "hi", TS: ts, Mode: "text"}, Ref: "r"}},
+		{"agent step", &hearth.TurnStored{Record: step}, &ipc.TurnStored{Turn: ipc.Turn{ID: "a1", Role: "agent", Content: "let me see", TS: ts, Mode: "text",
+			ToolCalls: []ipc.ToolCall{{ID: "c1", Name: "calc", Arguments: json.RawMessage(`{"x":1}`), Reason: "sum"}}}}},
+		{"tool outcome", &hearth.ToolOutcome{Record: tool}, &ipc.ToolResult{ID: "c1", Name: "calc", Arguments: json.RawMessage(`{"x":1}`), Reason: "sum", Result: "42", DurationMS: 3, Confirmed: &yes}},
+		{"tool failure", &hearth.ToolOutcome{Record: failed}, &ipc.ToolResult{ID: "c2", Name: "calc", Error: "boom"}},
+		{"done", &hearth.ReplyDone{Record: journal.Record{ID: "a2", Role: "agent", Text: "ok", TS: ts, Mode: "text", Incomplete: true}, Model: "grok", Usage: &hearth.Usage{InputTokens: 5, OutputTokens: 1}},
+			&ipc.Done{Turn: ipc.Turn{ID: "a2", Role: "agent", Content: "ok", TS: ts, Mode: "text", Incomplete: true}, Model: "grok", Usage: &ipc.Usage{InputTokens: 5, OutputTokens: 1}}},
+		{"token", &hearth.Token{Text: "abc"}, &ipc.Token{Content: "abc"}},
+		{"state", &hearth.StateChanged{State: "tool", Detail: "calc"}, &ipc.Status{State: "tool", Detail: "calc"}},
+		{"tool started", &hearth.ToolStarted{ID: "c1", Name: "calc", Args: json.RawMessage(`{"x":1}`), Reason: "sum"}, &ipc.ToolCall{ID: "c1", Name: "calc", Arguments: json.RawMessage(`{"x":1}`), Reason: "sum"}},
+		{"tool started, bad args", &hearth.ToolStarted{ID: "c1", Name: "calc", Args: json.RawMessage(`{nope`)}, &ipc.ToolCall{ID: "c1", Name: "calc"}},
+		{"confirm", &hearth.ConfirmAsked{ID: "c3", Name: "fs__write", Reason: "save", Effect: "writes_local", ExpiresAt: ts},
+			&ipc.ConfirmRequest{ID: "c3", Name: "fs__write", Reason: "save", Effect: "writes_local", ExpiresAt: ts}},
+		{"problem", &hearth.Problem{Code: hearth.CodeProviderError, Message: "m", Ref: "r"}, &ipc.Error{Code: ipc.CodeProviderError, Message: "m", Ref: "r"}},
+		{"notice", &hearth.Notice{Code: hearth.CodeConfigInvalid, Message: "bad prefs"}, &ipc.Error{Code: ipc.CodeConfigInvalid, Message: "bad prefs"}},
+		{"reply", &hearth.Reply{Value: &ipc.Pong{Ref: "p"}}, &ipc.Pong{Ref: "p"}},
+		{"reply of another door", &hearth.Reply{Value: "not a message"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Event(tt.ev)); diff != "" {
+				t.Errorf("Event (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Every code the core uses is a code of protocol v1: the wire carries the
+// core's codes as they are.
+func TestCodesAreProtocolCodes(t *testing.T) {
+	wire := map[string]bool{}
+	for _, c := range []string{ipc.CodeBadRequest, ipc.CodeUnknownType, ipc.CodeLineTooLong, ipc.CodeUnauthorized, ipc.CodeProtocol,
+		ipc.CodeHandshake, ipc.CodeTooManyClients, ipc.CodeSlowClient, ipc.CodeNoProvider, ipc.CodeProviderError, ipc.CodeToolError,
+		ipc.CodeContextOverflow, ipc.CodeUnavailable, ipc.CodeShuttingDown, ipc.CodeInternal, ipc.CodeCancelled, ipc.CodeConfigInvalid} {
+		wire[c] = true
+	}
+	for _, c := range []string{hearth.CodeBadRequest, hearth.CodeUnavailable, hearth.CodeInternal, hearth.CodeNoProvider, hearth.CodeProviderError,
+		hearth.CodeContextOverflow, hearth.CodeToolError, hearth.CodeCancelled, hearth.CodeShuttingDown, hearth.CodeSlowClient, hearth.CodeConfigInvalid} {
+		if !wire[c] {
+			t.Errorf("core code %q is not a protocol v1 error code", c)
+		}
+	}
+}
+
+func TestTurnCutsContent(t *testing.T) {
+	long := strings.Repeat("é", ipc.MaxTurnContent) // 2 bytes a rune: twice the cap
+	got := Turn(journal.Record{ID: "x", Role: "agent", Text: long})
+	if !got.Truncated || len(got.Content) > ipc.MaxTurnContent || !strings.HasPrefix(long, got.Content) {
+		t.Errorf("Turn of %d bytes: truncated %v, content %d bytes; want cut on a rune boundary to at most %d", len(long), got.Truncated, len(got.Content), ipc.MaxTurnContent)
+	}
+	res := Turn(journal.Record{ID: "t", Role: "tool", Text: strings.Repeat("r", 5000), Tool: &journal.ToolResult{CallID: "c", Name: "n"}})
+	if res.Content != "" || len(res.Tool.Result) != maxToolSummary {
+		t.Errorf("a tool turn: content %q, result %d bytes; want no content and a %d-byte summary", res.Content, len(res.Tool.Result), maxToolSummary)
+	}
+}
+
+func TestSearchHit(t *testing.T) {
+	got := SearchHit(memory.Hit{ID: "v#1", Kind: "turn", Role: "user", Session: "main", Channel: "voice", Text: "spoken", TS: ts, Score: 0.5})
+	want := ipc.SearchHit{Turn: ipc.Turn{ID: "v#1", Role: "user", Content: "spoken", TS: ts, Mode: ipc.ModeVoice}, Score: 0.5, Kind: "turn", Session: "main", Channel: "voice"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SearchHit (-want +got):\n%s", diff)
+	}
+}
+
+func TestErrorHidesDetails(t *testing.T) {
+	if got := Error(&hearth.Problem{Code: hearth.CodeBadRequest, Message: "search query is empty", Ref: "s"}); got.Code != ipc.CodeBadRequest || got.Ref != "s" {
+		t.Errorf("a problem became %+v", got)
+	}
+	got := Error(errors.New("open /home/owner/.local/share/mnemo/threads: permission denied"))
+	if got.Code != ipc.CodeInternal || strings.Contains(got.Message, "/home") {
+		t.Errorf("an internal error became %+v: it must not carry the details", got)
+	}
+}
+
+func TestFarewell(t *testing.T) {
+	for _, tt := range []struct {
+		why  error
+		code string
+	}{
+		{hearth.ErrLagging, ipc.CodeSlowClient},
+		{hearth.ErrShuttingDown, ipc.CodeShuttingDown},
+		{hearth.ErrUnsubscribed, ""},
+		{nil, ""},
+	} {
+		got := Farewell(tt.why)
+		if (got == nil) != (tt.code == "") || (got != nil && got.Code != tt.code) {
+			t.Errorf("Farewell(%v) = %+v, want code %q", tt.why, got, tt.code)
+		}
+	}
+}
