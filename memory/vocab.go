@@ -143,7 +143,8 @@ type IndexHealth struct {
 	// Unavailable, failed attempts to open the backend.
 	Failures int
 	Failing  string
-	// Searches counts the searches each path answered.
+	// Searches counts the searches (not the memory blocks injected into
+	// turns) each path answered since start.
 	Searches SearchCounts
 }
 
