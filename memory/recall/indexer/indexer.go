@@ -100,6 +100,10 @@ type Status struct {
 	Failures  int // consecutive failures
 	LastError string
 	RetryAt   time.Time
+	// CaughtUp reports that a CatchUp since New reached the end of the
+	// journal: everything the journal held when it began is indexed (or
+	// skipped). It stays true when later batches fail; Failures says so.
+	CaughtUp bool
 }
 
 // Indexer runs until its context ends.
@@ -268,7 +272,13 @@ func (ix *Indexer) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("scan journal: %w", err)
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	ix.mu.Lock()
+	ix.status.CaughtUp = true
+	ix.mu.Unlock()
+	return nil
 }
 
 // checkEmbedder resets the index when its vectors came from another

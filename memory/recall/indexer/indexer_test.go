@@ -606,3 +606,60 @@ func TestRestartWithoutContext(t *testing.T) {
 		}
 	})
 }
+
+// TestCaughtUp: Status.CaughtUp turns true once a CatchUp reaches the end
+// of the journal, never while a batch fails, and stays true afterwards.
+func TestCaughtUp(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		records int
+		batch   int
+	}{
+		{"empty journal", 0, 0},
+		{"one batch", 3, 0},
+		{"several batches", 5, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := openJournal(t)
+			for i := range tc.records {
+				add(t, j, journal.Record{Role: "user", Text: fmt.Sprintf("turn %d", i)})
+			}
+			idx := newMemIndex()
+			ix := New(Options{Journal: j, Index: idx, Batch: tc.batch})
+			if ix.Status().CaughtUp {
+				t.Fatal("caught up before any CatchUp")
+			}
+			if tc.records > 0 {
+				idx.mu.Lock()
+				idx.fail = errors.New("index unreachable")
+				idx.mu.Unlock()
+				if err := ix.CatchUp(t.Context()); err == nil {
+					t.Fatal("CatchUp with the index down succeeded")
+				}
+				if ix.Status().CaughtUp {
+					t.Fatal("caught up although the batch failed")
+				}
+				idx.mu.Lock()
+				idx.fail = nil
+				idx.mu.Unlock()
+			}
+			if err := ix.CatchUp(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if st := ix.Status(); !st.CaughtUp || st.Indexed != tc.records {
+				t.Fatalf("after CatchUp: %+v, want caught up with %d documents", st, tc.records)
+			}
+			// A later failure leaves it caught up; Failures tells the rest.
+			add(t, j, journal.Record{Role: "user", Text: "late"})
+			idx.mu.Lock()
+			idx.fail = errors.New("index unreachable")
+			idx.mu.Unlock()
+			if err := ix.CatchUp(t.Context()); err == nil {
+				t.Fatal("CatchUp with the index down succeeded")
+			}
+			if !ix.Status().CaughtUp {
+				t.Error("no longer caught up after a later failure")
+			}
+		})
+	}
+}

@@ -1,0 +1,144 @@
+package recollect
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/recall"
+	"github.com/mnemo/mnemo/memory/recall/indexer"
+)
+
+// memoryTimeout bounds how long a turn waits for relevant memories: the
+// reply never waits long on the index.
+const memoryTimeout = 300 * time.Millisecond
+
+// Headings of the injected memory block's two sections.
+const (
+	turnsHeading = "## Relevant memories (older turns found for this message; use them if they help)\n"
+	toolsHeading = "## Relevant tool results (earlier tool outputs found for this message; use them if they help)\n"
+
+	sessionTurnsHeading = "## Memories relevant to where we left off (older turns found as this session starts)\n"
+	sessionToolsHeading = "## Tool results relevant to where we left off (found as this session starts)\n"
+)
+
+// memories returns a block of relevant older turns and tool results for
+// req.Query, each section within its allowance, leaving out what the
+// context window already holds. The two searches run concurrently within
+// memoryTimeout. It is injected context: marked with the sentinel, never
+// journaled, never indexed.
+func (rs *system) memories(ctx context.Context, req memory.ContextRequest) string {
+	ctx, cancel := context.WithTimeout(ctx, memoryTimeout)
+	defer cancel()
+	q := recall.Query{Text: req.Query}
+	if rs.embedder != nil && req.Turns > 0 && req.Tools > 0 {
+		// Both searches share one embedding of the query.
+		v, err := rs.searcher.EmbedQuery(ctx, req.Query)
+		if err != nil {
+			rs.log.Warn("recall: cannot embed the query; relevant memories are lexical only", "err", err)
+			v = make([]float32, rs.embedder.Dim())
+		}
+		q.Vector = v
+	}
+	var turns, results []recall.Hit
+	var wg sync.WaitGroup
+	wg.Go(func() { turns = rs.relevant(ctx, q, recall.KindTurn, req.Turns) })
+	wg.Go(func() { results = rs.relevant(ctx, q, recall.KindTool, req.Tools) })
+	wg.Wait()
+	return memoryBlock(req, turns, results)
+}
+
+// relevant searches documents of one kind, enough of them to fill
+// allowance; none when the search fails or is too slow.
+func (rs *system) relevant(ctx context.Context, q recall.Query, kind string, allowance int) []recall.Hit {
+	if allowance <= 0 {
+		return nil
+	}
+	q.K, q.Filter = memoryHits(allowance), recall.Filter{Kinds: []string{kind}}
+	hits, err := rs.searcher.Search(ctx, q)
+	if err != nil {
+		rs.log.Debug("no relevant memories for this turn", "kind", kind, "err", err)
+		return nil
+	}
+	return hits
+}
+
+// memoryHits is how many hits to ask for to fill allowance tokens.
+func memoryHits(allowance int) int {
+	return min(max(allowance/40, 10), 50)
+}
+
+// memoryBlock is the injected block: the sentinel, then a section of older
+// turns and one of tool results, each omitted when empty; "" when both
+// are.
+func memoryBlock(req memory.ContextRequest, turns, results []recall.Hit) string {
+	th, rh := turnsHeading, toolsHeading
+	if req.Session {
+		th, rh = sessionTurnsHeading, sessionToolsHeading
+	}
+	body := memorySection(th, turns, req, req.Turns, turnLine) +
+		memorySection(rh, results, req, req.Tools, toolLine)
+	if body == "" {
+		return ""
+	}
+	return indexer.InjectedSentinel + "\n" + body
+}
+
+// memorySection is heading and the lines of the hits not in req.Exclude,
+// in rank order, skipping any that would take it over allowance tokens;
+// "" when no hit fits. The records it shows are added to req.Injected.
+func memorySection(heading string, hits []recall.Hit, req memory.ContextRequest, allowance int, line func(recall.Doc) string) string {
+	used := estimateTokens(heading)
+	var b strings.Builder
+	for _, h := range hits {
+		base, _, _ := strings.Cut(h.Doc.ID, "#")
+		if req.Exclude[base] {
+			continue
+		}
+		l := line(h.Doc)
+		if n := estimateTokens(l); used+n <= allowance {
+			used += n
+			b.WriteString(l)
+			if req.Injected != nil {
+				req.Injected[base] = true
+			}
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return heading + b.String()
+}
+
+func turnLine(d recall.Doc) string {
+	return fmt.Sprintf("- [%s] %s: %s\n", d.TS.UTC().Format("2006-01-02 15:04"), d.Role, oneLine(d.Text, 600))
+}
+
+// toolLine shows a tool document, whose text names the tool, its reason
+// and arguments, then the result.
+func toolLine(d recall.Doc) string {
+	return fmt.Sprintf("- [%s] %s\n", d.TS.UTC().Format("2006-01-02 15:04"), oneLine(d.Text, 600))
+}
+
+// oneLine puts s on one line and cuts it to n bytes, marking the cut with
+// "…".
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// estimateTokens is hearth's context budget estimate: about four bytes a
+// token.
+func estimateTokens(s string) int {
+	return (len(s) + 3) / 4
+}

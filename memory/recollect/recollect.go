@@ -1,0 +1,284 @@
+// Package recollect is the one entry point to mnemo's memory for hearth's
+// core: it opens recall (an embedder, an index, the indexer that feeds the
+// index from the journal, the hybrid searcher) in the background, retrying
+// while its backend is unreachable, answers searches with hybrid recall
+// once it is open and with keywords over the journal until then, and
+// builds the block of relevant memories injected into a turn's context.
+//
+// It reads no environment: Settings are typed, and the caller maps its
+// configuration onto them.
+package recollect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/journal"
+)
+
+// Settings choose the embedder and the index.
+type Settings struct {
+	// Embedder is "wordvec", "openai", "ollama" or "none" (lexical only);
+	// "" is wordvec when the Vectors file exists, else lexical only with
+	// a warning.
+	Embedder string
+	// Vectors is the wordvec file; "" is
+	// $XDG_CACHE_HOME/mnemo/wink-sg100-100k.bin.
+	Vectors string
+	// EmbedModel and EmbedDim (both required) and EmbedBaseURL and
+	// EmbedAPIKey configure the openai and ollama embedders. EmbedBaseURL
+	// "" is https://api.openai.com/v1 for openai, http://localhost:11434
+	// for ollama.
+	EmbedModel, EmbedBaseURL string
+	EmbedDim                 int
+	EmbedAPIKey              string
+	// QdrantAddr, when set, puts the index in Qdrant (host:port of its
+	// gRPC API); "" keeps it embedded under Options.Root.
+	QdrantAddr, QdrantAPIKey string
+	QdrantTLS                bool
+}
+
+// Options configure a Memory.
+type Options struct {
+	// Root is the memory root's directory; the embedded index lives in
+	// <Root>/index/embedded.
+	Root string
+	// Journal is the truth the index derives from and the keyword
+	// fallback searches. Required.
+	Journal *journal.Journal
+	// Session is the conversation id every document and hit carries.
+	Session  string
+	Settings Settings
+	// Retry is how opening recall backs off; zero takes the defaults.
+	Retry RetryPolicy
+	Log   *slog.Logger // nil: discard
+}
+
+// RetryPolicy is how opening recall backs off: from Initial doubling to
+// Max (defaults 1s and 1m), each delay jittered to between half of it and
+// all of it, so that hearths sharing a backend do not retry in step.
+type RetryPolicy struct {
+	Initial, Max time.Duration
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.Initial <= 0 {
+		p.Initial = time.Second
+	}
+	if p.Max < p.Initial {
+		p.Max = max(time.Minute, p.Initial)
+	}
+	return p
+}
+
+// delay is the wait after the attempt-th failure (1-based).
+func (p RetryPolicy) delay(attempt int) time.Duration {
+	d := p.Max
+	if shift := attempt - 1; shift < 32 {
+		if e := p.Initial << shift; e > 0 && e < p.Max {
+			d = e
+		}
+	}
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
+// Memory is mnemo's memory as hearth's core uses it. Its methods are safe
+// for concurrent use.
+type Memory struct {
+	o   Options
+	log *slog.Logger
+	// opener opens recall; Run calls it until it succeeds.
+	opener func(context.Context) (*system, error)
+	// backend and embedder describe what is being opened, for Health.
+	backend, embedder string
+
+	// mu guards rs: searches hold it for reading while they use the
+	// index, so that Run closes it only once they are done.
+	mu sync.RWMutex
+	rs *system // nil until recall is open, and again once Run ends
+	// down is what Health reports while recall is not open, once an
+	// attempt to open it failed or Run ended.
+	down atomic.Pointer[memory.IndexHealth]
+
+	recallSearches, keywordSearches atomic.Int64
+}
+
+// Safe messages for a recall that is not open; details are in the log.
+const (
+	msgRecallRetrying      = "the %s index cannot be opened; retrying at %s, memory search uses keywords meanwhile (details in hearth's log)"
+	msgRecallMisconfigured = "recall is misconfigured and stays off until hearth restarts; memory search uses keywords (details in hearth's log)"
+	msgRecallStopped       = "recall has stopped; memory search uses keywords"
+)
+
+// New returns the memory o describes; nothing is opened until Run.
+func New(o Options) *Memory {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Memory{o: o, log: o.Log, opener: opener(o), backend: backendName(o.Settings), embedder: embedderKind(o.Settings)}
+}
+
+// Run opens recall, retrying by o.Retry while it fails for a reason that
+// waiting may heal (an unreachable backend), then keeps the index up to
+// date with the journal until ctx ends, and closes it. A configuration
+// that is wrong, a refused Qdrant key or a foreign schema is not retried:
+// Run logs it and returns, and search keeps to keywords. Call it once.
+func (m *Memory) Run(ctx context.Context) {
+	rs := m.open(ctx)
+	if rs == nil {
+		if ctx.Err() != nil {
+			m.stopped()
+		}
+		return
+	}
+	m.log.Info("recall ready", "backend", rs.backend, "embedder", embedderName(rs.embedder))
+	rs.indexer.Run(ctx)
+	m.mu.Lock()
+	m.rs = nil
+	m.mu.Unlock()
+	m.stopped()
+	if err := rs.index.Close(); err != nil {
+		m.log.Error("recall index close", "err", err)
+	}
+}
+
+func (m *Memory) stopped() {
+	m.down.Store(&memory.IndexHealth{Backend: m.backend, Embedder: m.embedder, Unavailable: true, Failing: msgRecallStopped})
+}
+
+// open calls m.opener until it succeeds, ctx ends, or it fails for a
+// reason waiting cannot heal (see permanent), backing off by o.Retry in
+// between. Meanwhile Health reports recall unavailable, with the attempts
+// so far. It returns the open recall system, which search now uses, or
+// nil.
+func (m *Memory) open(ctx context.Context) *system {
+	retry := m.o.Retry.withDefaults()
+	for attempt := 1; ; attempt++ {
+		rs, err := m.opener(ctx)
+		if err == nil {
+			m.mu.Lock()
+			m.rs = rs
+			m.mu.Unlock()
+			m.down.Store(nil)
+			return rs
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		down := &memory.IndexHealth{Backend: m.backend, Embedder: m.embedder, Unavailable: true, Failures: attempt}
+		if permanent(err) {
+			m.log.Error("recall is misconfigured: memory search falls back to keywords until it is fixed and hearth restarts", "err", err)
+			down.Failing = msgRecallMisconfigured
+			m.down.Store(down)
+			return nil
+		}
+		wait := retry.delay(attempt)
+		m.log.Warn("recall unavailable: memory search falls back to keywords; retrying", "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
+		down.Failing = fmt.Sprintf(msgRecallRetrying, m.backend, time.Now().Add(wait).Format(time.TimeOnly))
+		m.down.Store(down)
+		if !sleep(ctx, wait) {
+			return nil
+		}
+	}
+}
+
+// sleep waits d; false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// acquire returns the open recall system and the function that releases
+// it, or nil while recall is not open.
+func (m *Memory) acquire() (*system, func()) {
+	m.mu.RLock()
+	if m.rs == nil {
+		m.mu.RUnlock()
+		return nil, nil
+	}
+	return m.rs, m.mu.RUnlock
+}
+
+// Search returns the req.K best hits for req.Query among the records that
+// pass req's filters: by hybrid recall once it is open, by keywords over
+// the journal until then, with the same filters and provenance. Its
+// errors for a request that fails Validate are safe to show.
+func (m *Memory) Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if rs, release := m.acquire(); rs != nil {
+		defer release()
+		hits, err := rs.search(ctx, req)
+		if err == nil {
+			m.recallSearches.Add(1)
+		}
+		return hits, err
+	}
+	if m.o.Journal == nil {
+		return nil, errors.New("memory search: no journal")
+	}
+	hits, err := keywordSearch(ctx, m.scanJournal, req)
+	if err == nil {
+		m.keywordSearches.Add(1)
+	}
+	return hits, err
+}
+
+// scanJournal visits every journal record as a hit's provenance.
+func (m *Memory) scanJournal(ctx context.Context, fn func(memory.Hit) error) error {
+	return m.o.Journal.Scan(ctx, func(r journal.Record) error { return fn(Provenance(r, m.o.Session)) })
+}
+
+// Relevant returns the block of older turns and tool results relevant to
+// req.Query, injected into a turn's context; "" while recall is not open,
+// or when nothing relevant fits. It waits at most 300 ms on the index.
+func (m *Memory) Relevant(ctx context.Context, req memory.ContextRequest) string {
+	rs, release := m.acquire()
+	if rs == nil {
+		return ""
+	}
+	defer release()
+	return rs.memories(ctx, req)
+}
+
+// Notify tells memory that the record id was committed to the journal. It
+// never blocks; before recall opens there is nothing to tell, as the
+// indexer starts from its cursor.
+func (m *Memory) Notify(id string) {
+	if rs, release := m.acquire(); rs != nil {
+		defer release()
+		rs.indexer.Notify(id)
+	}
+}
+
+// Health reports how recall is doing, in terms safe to show. It is never
+// nil.
+func (m *Memory) Health() *memory.IndexHealth {
+	var h *memory.IndexHealth
+	if rs, release := m.acquire(); rs != nil {
+		h = rs.health()
+		release()
+	} else if d := m.down.Load(); d != nil {
+		c := *d
+		h = &c
+	} else {
+		h = &memory.IndexHealth{Backend: m.backend, Embedder: m.embedder, Opening: true}
+	}
+	h.Searches = memory.SearchCounts{Recall: int(m.recallSearches.Load()), Keyword: int(m.keywordSearches.Load())}
+	return h
+}

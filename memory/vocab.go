@@ -1,0 +1,175 @@
+package memory
+
+// The vocabulary of memory shared by hearth, its tools and recall: who
+// said a record, how, what a search finds, what a turn asks to be
+// reminded of, and how the index is doing. It stays free of the journal
+// and recall packages so that anything may import it.
+
+import (
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+)
+
+// Roles of a record: who said it. A tool result and a memory kept with
+// cache_store are records of role "tool".
+const (
+	RoleUser  = "user"
+	RoleAgent = "agent"
+	RoleTool  = "tool"
+)
+
+// Modes of a record: typed or spoken.
+const (
+	ModeText  = "text"
+	ModeVoice = "voice"
+)
+
+// Kinds of what memory holds: a conversation turn (user or agent, text or
+// voice), or a tool call and its result (role "tool").
+const (
+	KindTurn = "turn"
+	KindTool = "tool"
+)
+
+var (
+	roles = []string{RoleUser, RoleAgent, RoleTool}
+	kinds = []string{KindTurn, KindTool}
+)
+
+// Roles returns the roles a search filters on.
+func Roles() []string { return slices.Clone(roles) }
+
+// Kinds returns the kinds a search filters on.
+func Kinds() []string { return slices.Clone(kinds) }
+
+// maxField bounds a value quoted back in an error.
+const maxField = 64
+
+// SearchRequest is one memory search: the K best hits for Query among the
+// records that pass every filter. A zero filter does not filter; a record
+// passes a list filter when it has any of the values listed.
+type SearchRequest struct {
+	Query string
+	K     int
+	Roles []string  // RoleUser, RoleAgent, RoleTool
+	Kinds []string  // KindTurn, KindTool
+	Since time.Time // TS >= Since
+	Until time.Time // TS < Until
+}
+
+// Validate checks the filters: known roles and kinds, and a time range
+// that is not empty. Its errors are safe to show.
+func (r SearchRequest) Validate() error {
+	for _, v := range r.Roles {
+		if !slices.Contains(roles, v) {
+			return fmt.Errorf("unknown role %q: use user, agent or tool", cut(v, maxField))
+		}
+	}
+	for _, v := range r.Kinds {
+		if !slices.Contains(kinds, v) {
+			return fmt.Errorf("unknown kind %q: use turn or tool", cut(v, maxField))
+		}
+	}
+	if !r.Since.IsZero() && !r.Until.IsZero() && !r.Since.Before(r.Until) {
+		return fmt.Errorf("since (%s) must be before until (%s)", r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// Matches reports whether a record of that kind and role, said at ts,
+// passes the filters.
+func (r SearchRequest) Matches(kind, role string, ts time.Time) bool {
+	return (len(r.Kinds) == 0 || slices.Contains(r.Kinds, kind)) &&
+		(len(r.Roles) == 0 || slices.Contains(r.Roles, role)) &&
+		(r.Since.IsZero() || !ts.Before(r.Since)) &&
+		(r.Until.IsZero() || ts.Before(r.Until))
+}
+
+// Hit is one memory found by a search, with its provenance: which record
+// (ID, "<record id>#<n>" for a chunk of a long one), what it is (Kind),
+// who said it (Role), which conversation (Session), where it came from
+// (Channel: "chat", "voice", a tool's name), whether it was typed or
+// spoken (Mode) and when (TS). Score ranks hits of one search, higher
+// better; scores of different searches do not compare.
+type Hit struct {
+	ID, Kind, Role   string
+	Session, Channel string
+	Mode             string
+	Text             string
+	TS               time.Time
+	Score            float64
+}
+
+// ContextRequest asks memory for the context of one turn: the older turns
+// and tool results relevant to Query, each part within its token
+// allowance, leaving out what the context window already holds.
+type ContextRequest struct {
+	Query   string          // the newest user turn, or where the last session left off
+	Exclude map[string]bool // record ids already in the context window or injected
+	Turns   int             // token allowance for relevant older turns
+	Tools   int             // token allowance for relevant tool results
+	// Session marks the block injected once as a session starts (seed
+	// 004), relevant to where the conversation left off, rather than to
+	// one message.
+	Session bool
+	// Injected, when set, is given the record ids the block shows, so that
+	// later blocks of the session leave them out.
+	Injected map[string]bool
+}
+
+// IndexHealth is how recall is doing. Failing is safe to show; details
+// are in the log.
+type IndexHealth struct {
+	Backend  string // "embedded" or "qdrant"
+	Embedder string // the embedder's name, or what is being opened
+	// Opening: the first attempt to open recall has not ended yet (or has
+	// not started); search uses keywords meanwhile.
+	Opening bool
+	// Unavailable: recall could not be opened (yet): search uses keywords
+	// over the journal and no memories are injected. Failing says whether
+	// it keeps retrying.
+	Unavailable bool
+	// Ready: recall is open and its indexer has caught up with the journal
+	// as it stood when recall opened, so that a search finds every turn
+	// stored before then.
+	Ready bool
+	// IndexedSinceStart counts the documents this process indexed.
+	IndexedSinceStart int
+	// Lag is how far the index is behind the journal.
+	Lag time.Duration
+	// Failures counts consecutive failed indexing batches or, while
+	// Unavailable, failed attempts to open the backend.
+	Failures int
+	Failing  string
+	// Searches counts the searches (not the memory blocks injected into
+	// turns) each path answered since start.
+	Searches SearchCounts
+}
+
+// SearchCounts counts the searches answered by hybrid recall and by the
+// keyword fallback over the journal.
+type SearchCounts struct {
+	Recall, Keyword int
+}
+
+// cut shortens s to at most n bytes on a UTF-8 boundary, marking the cut
+// with "…" when there is room.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ell = "…"
+	k := n - len(ell)
+	if k < 0 {
+		k, n = n, 0
+	}
+	for k > 0 && !utf8.RuneStart(s[k]) {
+		k--
+	}
+	if n == 0 {
+		return s[:k]
+	}
+	return s[:k] + ell
+}
