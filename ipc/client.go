@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"sync"
 	"syscall"
 	"time"
+
+	backoffpkg "github.com/mnemo/mnemo/internal/backoff"
 )
 
 // DialOptions configure a connection to hearth.
@@ -285,13 +286,5 @@ func (c *Client) pump(ctx context.Context, conn *Conn, handle func(Event)) error
 // backoff returns the delay before reconnect attempt n (1-based): doubling
 // from min, capped at max, with up to 20% jitter either way.
 func backoff(n int, min, max time.Duration) time.Duration {
-	d := min
-	for i := 1; i < n && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	j := time.Duration(float64(d) * 0.2 * (2*rand.Float64() - 1))
-	return d + j
+	return backoffpkg.Policy{Initial: min, Max: max, JitterBelow: 0.2, JitterAbove: 0.2}.Delay(n)
 }

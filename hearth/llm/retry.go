@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/mnemo/mnemo/internal/backoff"
 )
 
 // Streamer is a model adapter: [OpenAI], [Retrying], and the other
@@ -34,7 +36,8 @@ const (
 
 // defaultDelays are the waits before the second, third and later attempts.
 func defaultDelays() []time.Duration {
-	return []time.Duration{250 * time.Millisecond, time.Second, 2 * time.Second}
+	p := backoff.Policy{Initial: 250 * time.Millisecond, Multiplier: 4, Max: 2 * time.Second}
+	return []time.Duration{p.Delay(1), p.Delay(2), p.Delay(3)}
 }
 
 // RetryPolicy says when and how long [Retrying] waits before calling again.

@@ -28,6 +28,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mnemo/mnemo/internal/backoff"
 )
 
 // Defaults for HTTPOptions' zero fields.
@@ -43,17 +45,11 @@ const (
 	maxReply = 256 << 20 // bytes
 )
 
-// delay is the wait after the given failed attempt (1-based): 250 ms,
-// 1 s, then 2 s.
-func delay(attempt int) time.Duration {
-	switch attempt {
-	case 1:
-		return 250 * time.Millisecond
-	case 2:
-		return time.Second
-	}
-	return 2 * time.Second
-}
+// retry is the wait after a failed attempt: 250 ms, 1 s, then 2 s.
+var retry = backoff.Policy{Initial: 250 * time.Millisecond, Multiplier: 4, Max: 2 * time.Second}
+
+// delay is the wait after the given failed attempt (1-based).
+func delay(attempt int) time.Duration { return retry.Delay(attempt) }
 
 // HTTPOptions configure NewOpenAI and NewOllama.
 type HTTPOptions struct {

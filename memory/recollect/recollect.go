@@ -14,10 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mnemo/mnemo/internal/backoff"
 
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
@@ -80,14 +81,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 
 // delay is the wait after the attempt-th failure (1-based).
 func (p RetryPolicy) delay(attempt int) time.Duration {
-	d := p.Max
-	if shift := attempt - 1; shift < 32 {
-		if e := p.Initial << shift; e > 0 && e < p.Max {
-			d = e
-		}
-	}
-	half := d / 2
-	return half + rand.N(d-half+1)
+	return backoff.Policy{Initial: p.Initial, Max: p.Max, JitterBelow: 0.5}.Delay(attempt)
 }
 
 // Memory is mnemo's memory as hearth's core uses it. Its methods are safe
@@ -184,21 +178,9 @@ func (m *Memory) open(ctx context.Context) *system {
 		m.log.Warn("recall unavailable: memory search falls back to keywords; retrying", "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", err)
 		down.Failing = fmt.Sprintf(msgRecallRetrying, m.backend, time.Now().Add(wait).Format(time.TimeOnly))
 		m.down.Store(down)
-		if !sleep(ctx, wait) {
+		if !backoff.Sleep(ctx, wait) {
 			return nil
 		}
-	}
-}
-
-// sleep waits d; false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

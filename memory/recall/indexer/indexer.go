@@ -25,6 +25,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mnemo/mnemo/internal/backoff"
+
 	"github.com/oklog/ulid/v2"
 
 	"github.com/mnemo/mnemo/memory/journal"
@@ -168,7 +170,8 @@ func (ix *Indexer) Status() Status {
 // Notify (or Poll) and does it again, backing off after failures, until
 // ctx ends.
 func (ix *Indexer) Run(ctx context.Context) error {
-	backoff := ix.opts.MinBackoff
+	retry := backoff.Policy{Initial: ix.opts.MinBackoff, Max: ix.opts.MaxBackoff}
+	failures := 0
 	for {
 		err := ix.CatchUp(ctx)
 		if ctx.Err() != nil {
@@ -176,8 +179,8 @@ func (ix *Indexer) Run(ctx context.Context) error {
 		}
 		wait := ix.opts.Poll
 		if err != nil {
-			wait = backoff
-			backoff = min(2*backoff, ix.opts.MaxBackoff)
+			failures++
+			wait = retry.Delay(failures)
 			ix.mu.Lock()
 			ix.status.Failures++
 			ix.status.LastError = err.Error()
@@ -185,7 +188,7 @@ func (ix *Indexer) Run(ctx context.Context) error {
 			ix.mu.Unlock()
 			ix.opts.Log.Warn("indexing failed; will retry", "err", err, "retry", wait)
 		} else {
-			backoff = ix.opts.MinBackoff
+			failures = 0
 		}
 		t := time.NewTimer(wait)
 		select {
