@@ -173,3 +173,9 @@ func cut(s string, n int) string {
 	}
 	return s[:k] + ell
 }
+
+// EstimateTokens is the one token estimate of context assembly: 4 bytes
+// a token, rounded up, so any non-empty text is at least 1.
+func EstimateTokens(s string) int {
+	return (len(s) + 3) / 4
+}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -12,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,8 +26,8 @@ import (
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
-	"github.com/mnemo/mnemo/memory/recall"
 	"github.com/mnemo/mnemo/memory/recall/indexer"
+	"github.com/mnemo/mnemo/memory/recollect"
 )
 
 // Options are what cmd/hearth gathers from flags and the environment.
@@ -59,7 +61,7 @@ type Options struct {
 
 	// recallRetry is how opening recall backs off; zero takes the
 	// defaults (tests shorten it).
-	recallRetry retryPolicy
+	recallRetry recollect.RetryPolicy
 }
 
 // InjectedSentinel marks text that hearth injects as context, so that it
@@ -202,16 +204,10 @@ func open(ctx context.Context, o Options, budget hearth.ContextBudget) (_ *Syste
 	// memory search falls back to keywords over the journal.
 	recallCtx, stopRecall := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopRecall = stopRecall
-	lr := &lateRecall{keyword: journalKeywordSearch(j), backend: recallBackend(o), embedder: embedderKind(o)}
+	mem := recollect.New(recollect.Options{Root: root.Dir(), Journal: j, Session: hearth.MainConversation, Settings: recallSettings(o), Retry: o.recallRetry, Log: log})
 	go func() {
 		defer close(s.recallDone)
-		rs := lr.open(recallCtx, recallOpener(root, j, o, log), o.recallRetry, log)
-		if rs == nil {
-			return
-		}
-		defer rs.Close()
-		log.Info("recall ready", "backend", rs.backend, "embedder", embedderName(rs.embedder))
-		rs.indexer.Run(recallCtx)
+		mem.Run(recallCtx)
 	}()
 
 	var core *hearth.Hearth // the cache_store tool commits through it
@@ -219,7 +215,7 @@ func open(ctx context.Context, o Options, budget hearth.ContextBudget) (_ *Syste
 		GatewayPath: gateway,
 		Builtins: []tools.Builtin{
 			tools.CurrentTime(time.Now),
-			tools.MemorySearch(lr.search),
+			tools.MemorySearch(toolSearch(mem)),
 			tools.CacheStore(func(ctx context.Context, label, content string) (string, error) {
 				return core.Keep(ctx, label, content)
 			}),
@@ -240,7 +236,7 @@ func open(ctx context.Context, o Options, budget hearth.ContextBudget) (_ *Syste
 		Models:         resolver,
 		Budget:         budget,
 		Budgets:        budgets,
-		Memory:         lr,
+		Memory:         mem,
 		Tools:          s.registry,
 		Anchor:         anchor{root},
 		HistoryTurns:   o.HistoryTurns,
@@ -390,38 +386,23 @@ func defaultGatewayPath() (string, error) {
 	return filepath.Join(dir, "mnemo", "gateway.json"), nil
 }
 
-// journalKeywordSearch is memory search by keywords over the journal,
-// with the same filters and provenance as recall: the fallback while
-// recall is not open.
-func journalKeywordSearch(j *journal.Journal) tools.SearchFunc {
-	return tools.KeywordSearch(func(ctx context.Context, fn func(tools.Rec) error) error {
-		return j.Scan(ctx, func(r journal.Record) error { return fn(toolRec(r)) })
-	})
+// toolSearch adapts memory search to the tools' request and hit shapes.
+func toolSearch(m *recollect.Memory) tools.SearchFunc {
+	return func(ctx context.Context, req tools.SearchRequest) ([]tools.Hit, error) {
+		hits, err := m.Search(ctx, memory.SearchRequest{Query: req.Query, K: req.K, Roles: req.Roles, Kinds: req.Kinds, Since: req.Since, Until: req.Until})
+		out := make([]tools.Hit, len(hits))
+		for i, h := range hits {
+			out[i] = tools.Hit{ID: h.ID, Kind: h.Kind, Role: h.Role, Session: h.Session, Channel: h.Channel, Text: h.Text, TS: h.TS, Score: h.Score}
+		}
+		return out, err
+	}
 }
 
 // toolRec is a journal record as the built-in tools see it, with the
-// provenance recall gives its documents (indexer.Docs): kind "tool" and
-// the tool's name as channel for a tool record, else kind "turn" and
-// channel "chat" or "voice"; the session is the conversation.
+// provenance recall gives its documents.
 func toolRec(r journal.Record) tools.Rec {
-	rec := tools.Rec{ID: r.ID, Role: r.Role, Text: r.Text, TS: r.TS, Kind: tools.KindTurn, Channel: "chat", Session: hearth.MainConversation}
-	switch {
-	case r.Role == ipc.RoleTool:
-		rec.Kind, rec.Channel = tools.KindTool, ""
-		if r.Tool != nil {
-			rec.Channel = r.Tool.Name
-		}
-	case r.Mode == ipc.ModeVoice:
-		rec.Channel = "voice"
-	}
-	return rec
-}
-
-func embedderName(e recall.Embedder) string {
-	if e == nil {
-		return "none (lexical only)"
-	}
-	return e.Name()
+	h := recollect.Provenance(r, hearth.MainConversation)
+	return tools.Rec{ID: h.ID, Role: h.Role, Text: h.Text, TS: h.TS, Kind: h.Kind, Channel: h.Channel, Session: h.Session}
 }
 
 // Reindex drops the recall index and rebuilds it from the journal, the
@@ -450,20 +431,26 @@ func Reindex(ctx context.Context, o Options, w io.Writer) error {
 		return fmt.Errorf("open journal: %w", err)
 	}
 	defer j.Close()
-	rs, err := openRecall(ctx, root, j, o, o.Log)
-	if err != nil {
-		return err
+	return recollect.Reindex(ctx, recollect.Options{Root: root.Dir(), Journal: j, Session: hearth.MainConversation, Settings: recallSettings(o), Log: o.Log}, w)
+}
+
+// recallSettings reads recall's settings from the environment.
+func recallSettings(o Options) recollect.Settings {
+	dim, _ := strconv.Atoi(o.Getenv("MNEMO_EMBED_DIM"))
+	kind := strings.ToLower(o.Getenv("MNEMO_EMBEDDER"))
+	base := o.Getenv("MNEMO_EMBED_BASE_URL")
+	if kind == "openai" {
+		base = cmp.Or(base, o.Getenv("OPENAI_BASE_URL"))
 	}
-	defer rs.Close()
-	if err := rs.index.Reset(ctx); err != nil {
-		return fmt.Errorf("reset index: %w", err)
+	return recollect.Settings{
+		Embedder:     kind,
+		Vectors:      cmp.Or(o.Vectors, o.Getenv("MNEMO_VECTORS")),
+		EmbedModel:   o.Getenv("MNEMO_EMBED_MODEL"),
+		EmbedDim:     dim,
+		EmbedBaseURL: base,
+		EmbedAPIKey:  cmp.Or(o.Getenv("MNEMO_EMBED_API_KEY"), o.Getenv("OPENAI_API_KEY")),
+		QdrantAddr:   o.Getenv("MNEMO_QDRANT_ADDR"),
+		QdrantAPIKey: o.Getenv("MNEMO_QDRANT_API_KEY"),
+		QdrantTLS:    o.Getenv("MNEMO_QDRANT_TLS") == "1",
 	}
-	start := time.Now()
-	if err := rs.indexer.CatchUp(ctx); err != nil {
-		return fmt.Errorf("reindex: %w", err)
-	}
-	st := rs.indexer.Status()
-	fmt.Fprintf(w, "indexed %d documents from the journal (%d records had nothing to index) in %s; backend %s, embedder %s\n",
-		st.Indexed, st.Skipped, time.Since(start).Round(time.Millisecond), rs.backend, embedderName(rs.embedder))
-	return nil
 }

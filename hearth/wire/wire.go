@@ -227,10 +227,11 @@ func SearchHit(hit memory.Hit) ipc.SearchHit {
 func (s *Session) health(ref string) *ipc.HealthReport {
 	h := s.core.Health()
 	r := &ipc.HealthReport{Ref: ref, State: h.State, Clients: h.Subscribers, Provider: h.Provider, Model: h.Model, Dropped: h.Dropped}
-	if ix := h.Index; ix != nil {
+	if ix := h.Index; ix != nil && !ix.Opening {
 		r.Index = &ipc.IndexHealth{
-			Backend: ix.Backend, Embedder: ix.Embedder, Indexed: ix.Indexed, LagMS: ix.Lag.Milliseconds(),
-			Failures: ix.Failures, Failing: ix.Failing, Unavailable: ix.Unavailable,
+			Backend: ix.Backend, Embedder: ix.Embedder, Indexed: ix.IndexedSinceStart, LagMS: ix.Lag.Milliseconds(),
+			Failures: ix.Failures, Failing: ix.Failing, Unavailable: ix.Unavailable, Ready: ix.Ready,
+			RecallSearches: ix.Searches.Recall, KeywordSearches: ix.Searches.Keyword,
 		}
 	}
 	if s.opts.Health != nil {

@@ -92,7 +92,7 @@ func memoryBlock(req memory.ContextRequest, turns, results []recall.Hit) string 
 // in rank order, skipping any that would take it over allowance tokens;
 // "" when no hit fits. The records it shows are added to req.Injected.
 func memorySection(heading string, hits []recall.Hit, req memory.ContextRequest, allowance int, line func(recall.Doc) string) string {
-	used := estimateTokens(heading)
+	used := memory.EstimateTokens(heading)
 	var b strings.Builder
 	for _, h := range hits {
 		base, _, _ := strings.Cut(h.Doc.ID, "#")
@@ -100,7 +100,7 @@ func memorySection(heading string, hits []recall.Hit, req memory.ContextRequest,
 			continue
 		}
 		l := line(h.Doc)
-		if n := estimateTokens(l); used+n <= allowance {
+		if n := memory.EstimateTokens(l); used+n <= allowance {
 			used += n
 			b.WriteString(l)
 			if req.Injected != nil {
@@ -135,10 +135,4 @@ func oneLine(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
-}
-
-// estimateTokens is hearth's context budget estimate: about four bytes a
-// token.
-func estimateTokens(s string) int {
-	return (len(s) + 3) / 4
 }

@@ -67,10 +67,10 @@ func TestRelevant(t *testing.T) {
 			block := m.Relevant(context.Background(), memory.ContextRequest{Query: "garden tomatoes", Exclude: exclude, Turns: tt.turns, Tools: tt.tools})
 			secs := sections(t, block)
 			turns, tools := secs[turnsHeading], secs[toolsHeading]
-			if n := estimateTokens(turns); n > tt.turns {
+			if n := memory.EstimateTokens(turns); n > tt.turns {
 				t.Errorf("turns section is %d tokens, over its allowance %d:\n%s", n, tt.turns, turns)
 			}
-			if n := estimateTokens(tools); n > tt.tools {
+			if n := memory.EstimateTokens(tools); n > tt.tools {
 				t.Errorf("tools section is %d tokens, over its allowance %d:\n%s", n, tt.tools, tools)
 			}
 			if (turns == "") != tt.wantNoTurns || (tools == "") != tt.wantNoTools {
