@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -185,40 +186,48 @@ func copyFile(root *os.Root, dst string, fsys fs.FS, src string) (err error) {
 	return out.Close()
 }
 
-// ensureGitignore makes sure .gitignore ignores index/. An existing file is
-// kept; the rule is appended to it if missing.
+// ignored are the rules .gitignore must hold: the derived index and the
+// root's lock file are never versioned.
+var ignored = []string{indexDir + "/", LockFile}
+
+// ensureGitignore makes sure .gitignore holds every ignored rule. An
+// existing file is kept; missing rules are appended to it.
 func ensureGitignore(root *os.Root, log *slog.Logger) error {
-	const rule = indexDir + "/"
 	b, err := root.ReadFile(gitignore)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return writeNew(root, gitignore, []byte(rule+"\n"))
+		return writeNew(root, gitignore, []byte(strings.Join(ignored, "\n")+"\n"))
 	case err != nil:
 		return err
 	}
+	have := map[string]bool{}
 	for line := range bytes.Lines(b) {
-		switch string(bytes.TrimSpace(line)) {
-		case rule, indexDir, "/" + rule, "/" + indexDir:
-			return nil
+		r := strings.TrimPrefix(string(bytes.TrimSpace(line)), "/")
+		have[r], have[strings.TrimSuffix(r, "/")+"/"] = true, true
+	}
+	var add strings.Builder
+	for _, rule := range ignored {
+		if !have[rule] {
+			add.WriteString(rule + "\n")
+			log.Info("memory root: added a rule to .gitignore", "rule", rule)
 		}
+	}
+	if add.Len() == 0 {
+		return nil
 	}
 	f, err := root.OpenFile(gitignore, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return err
 	}
-	add := rule + "\n"
+	text := add.String()
 	if len(b) > 0 && b[len(b)-1] != '\n' {
-		add = "\n" + add
+		text = "\n" + text
 	}
-	if _, err := f.WriteString(add); err != nil {
+	if _, err := f.WriteString(text); err != nil {
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	log.Info("memory root: added index/ to .gitignore")
-	return nil
+	return f.Close()
 }
 
 func writeNew(root *os.Root, name string, data []byte) error {

@@ -93,8 +93,8 @@ func TestOpenCreatesLayout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ReadFile: %v", err)
 	}
-	if string(gitignore) != "index/\n" {
-		t.Errorf(".gitignore = %q, want %q", gitignore, "index/\n")
+	if want := "index/\n" + memory.LockFile + "\n"; string(gitignore) != want {
+		t.Errorf(".gitignore = %q, want %q", gitignore, want)
 	}
 
 	if runtime.GOOS == "windows" {
@@ -140,10 +140,10 @@ func TestReopenKeepsUserFiles(t *testing.T) {
 		name string
 		want string
 	}{
-		{"AGENT.md", "# my own agent\n"},            // kept
-		{"prompts/voice.md", "voice prompt\n"},      // missing: copied again
-		{".gitignore", "*.tmp\nindex/\n"},           // rule added, nothing lost
-		{"continuity.json", `{"version":1}` + "\n"}, // untouched
+		{"AGENT.md", "# my own agent\n"},               // kept
+		{"prompts/voice.md", "voice prompt\n"},         // missing: copied again
+		{".gitignore", "*.tmp\nindex/\nhearth.lock\n"}, // rules added, nothing lost
+		{"continuity.json", `{"version":1}` + "\n"},    // untouched
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

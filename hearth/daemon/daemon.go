@@ -102,7 +102,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer ln.Close()
 
-	s, err := open(ctx, o, budget)
+	s, err := open(ctx, o, budget, ln.Addr().String())
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func Open(ctx context.Context, o Options) (*System, error) {
 	if err != nil {
 		return nil, err
 	}
-	return open(ctx, o, budget)
+	return open(ctx, o, budget, "")
 }
 
 // RootDir is the memory root's directory.
@@ -149,6 +149,7 @@ func (s *System) Core() *hearth.Hearth { return s.core }
 // System is hearth assembled: the memory root, the journal, memory, the
 // tools and the core over them.
 type System struct {
+	lock     *memory.RootLock
 	root     *memory.Root
 	journal  *journal.Journal
 	core     *hearth.Hearth
@@ -160,7 +161,7 @@ type System struct {
 }
 
 // open assembles hearth over the memory root o names.
-func open(ctx context.Context, o Options, budget hearth.ContextBudget) (_ *System, err error) {
+func open(ctx context.Context, o Options, budget hearth.ContextBudget, addr string) (_ *System, err error) {
 	log := o.Log
 	rootDir := o.Root
 	if rootDir == "" {
@@ -168,20 +169,28 @@ func open(ctx context.Context, o Options, budget hearth.ContextBudget) (_ *Syste
 			return nil, err
 		}
 	}
-	root, err := memory.Open(ctx, rootDir, data.Defaults(), log)
+	if rootDir, err = filepath.Abs(rootDir); err != nil {
+		return nil, fmt.Errorf("memory root: %w", err)
+	}
+	lock, err := lockRoot(rootDir, o.Local, addr)
 	if err != nil {
 		return nil, err
 	}
-	j, err := journal.Open(root.ThreadsDir(), journal.Options{Log: log})
-	if err != nil {
-		return nil, fmt.Errorf("open journal: %w", err)
-	}
-	s := &System{root: root, journal: j, log: log, recallDone: make(chan struct{})}
+	s := &System{lock: lock, log: log, recallDone: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
+	if s.root, err = memory.Open(ctx, rootDir, data.Defaults(), log); err != nil {
+		return nil, err
+	}
+	root := s.root
+	j, err := journal.Open(root.ThreadsDir(), journal.Options{Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	s.journal = j
 
 	prefs := newPrefsReader(root.ReadFile, log)
 	resolver := newModelResolver(prefs, o.Getenv, log)
@@ -215,15 +224,15 @@ func open(ctx context.Context, o Options, budget hearth.ContextBudget) (_ *Syste
 		GatewayPath: gateway,
 		Builtins: []tools.Builtin{
 			tools.CurrentTime(time.Now),
-			tools.MemorySearch(toolSearch(mem)),
+			tools.MemorySearch(mem.Search),
 			tools.CacheStore(func(ctx context.Context, label, content string) (string, error) {
 				return core.Keep(ctx, label, content)
 			}),
-			tools.History(func(n int) ([]tools.Rec, error) {
+			tools.History(func(n int) ([]memory.Hit, error) {
 				recs, err := j.Tail(n)
-				out := make([]tools.Rec, len(recs))
+				out := make([]memory.Hit, len(recs))
 				for i, r := range recs {
-					out[i] = toolRec(r)
+					out[i] = recollect.Provenance(r, hearth.MainConversation)
 				}
 				return out, err
 			}),
@@ -264,9 +273,38 @@ func (s *System) Close() {
 	if s.registry != nil {
 		s.registry.Close()
 	}
-	if err := s.journal.Close(); err != nil {
-		s.log.Error("journal close", "err", err)
+	if s.journal != nil {
+		if err := s.journal.Close(); err != nil {
+			s.log.Error("journal close", "err", err)
+		}
 	}
+	if err := s.lock.Close(); err != nil {
+		s.log.Error("memory root lock release", "err", err)
+	}
+}
+
+// lockRoot makes this process the memory root's one owner. A root that
+// a running hearth holds is refused with what to do instead.
+func lockRoot(dir string, local bool, addr string) (*memory.RootLock, error) {
+	h := memory.Holder{Mode: memory.HolderDaemon, Addr: addr}
+	if local {
+		h.Mode = memory.HolderLocal
+	}
+	lock, err := memory.LockRoot(dir, h)
+	var held *memory.HeldError
+	switch {
+	case !errors.As(err, &held):
+		return lock, err
+	case local && held.Holder.Mode == memory.HolderDaemon:
+		how := "connect to it with mnemo (without --local)"
+		if held.Holder.Addr != "" {
+			how = fmt.Sprintf("connect to it with `mnemo --addr %s` (without --local)", held.Holder.Addr)
+		}
+		return nil, fmt.Errorf("%w: %s", err, how)
+	case !local:
+		return nil, fmt.Errorf("%w: stop it first, or give this hearth another -root", err)
+	}
+	return nil, err
 }
 
 // bindAddr resolves the listen address and refuses a network bind that
@@ -384,25 +422,6 @@ func defaultGatewayPath() (string, error) {
 		return "", fmt.Errorf("locate config dir: %w", err)
 	}
 	return filepath.Join(dir, "mnemo", "gateway.json"), nil
-}
-
-// toolSearch adapts memory search to the tools' request and hit shapes.
-func toolSearch(m *recollect.Memory) tools.SearchFunc {
-	return func(ctx context.Context, req tools.SearchRequest) ([]tools.Hit, error) {
-		hits, err := m.Search(ctx, memory.SearchRequest{Query: req.Query, K: req.K, Roles: req.Roles, Kinds: req.Kinds, Since: req.Since, Until: req.Until})
-		out := make([]tools.Hit, len(hits))
-		for i, h := range hits {
-			out[i] = tools.Hit{ID: h.ID, Kind: h.Kind, Role: h.Role, Session: h.Session, Channel: h.Channel, Text: h.Text, TS: h.TS, Score: h.Score}
-		}
-		return out, err
-	}
-}
-
-// toolRec is a journal record as the built-in tools see it, with the
-// provenance recall gives its documents.
-func toolRec(r journal.Record) tools.Rec {
-	h := recollect.Provenance(r, hearth.MainConversation)
-	return tools.Rec{ID: h.ID, Role: h.Role, Text: h.Text, TS: h.TS, Kind: h.Kind, Channel: h.Channel, Session: h.Session}
 }
 
 // Reindex drops the recall index and rebuilds it from the journal, the

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,119 +9,34 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // current_time works on hosts without a zoneinfo database
-	"unicode"
+
+	"github.com/mnemo/mnemo/memory"
 )
 
-// Hit is one memory found by a search, with its provenance: which record
-// (ID, "<record id>#<n>" for a chunk of a long one), what it is (Kind),
-// who said it (Role), where it came from (Channel: "chat", "voice", a
-// tool's name), which conversation (Session) and when (TS).
-type Hit struct {
-	ID, Kind, Role   string
-	Session, Channel string
-	Text             string
-	TS               time.Time
-	Score            float64
-}
+// SearchFunc runs a memory search: the req.K best hits for req.Query
+// among the records that pass req's filters.
+type SearchFunc func(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
 
-// Rec is one conversation turn or memory record. Kind, Channel and
-// Session are provenance for searches; an empty Kind is KindTool for a
-// record with role "tool" and KindTurn otherwise.
-type Rec struct {
-	ID, Role, Text         string
-	Kind, Channel, Session string
-	TS                     time.Time
-}
-
-// Roles and kinds a memory search filters on. A tool result and a memory
-// kept with cache_store are records of role "tool" and kind "tool".
-const (
-	RoleUser  = "user"
-	RoleAgent = "agent"
-	RoleTool  = "tool"
-	KindTurn  = "turn"
-	KindTool  = "tool"
-)
-
-var (
-	searchRoles = []string{RoleUser, RoleAgent, RoleTool}
-	searchKinds = []string{KindTurn, KindTool}
-)
-
-// SearchRequest is one memory search: the K best hits for Query among the
-// records that pass every filter. A zero filter does not filter; a record
-// passes a list filter when it has any of the values listed.
-type SearchRequest struct {
-	Query string
-	K     int
-	Roles []string  // RoleUser, RoleAgent, RoleTool
-	Kinds []string  // KindTurn, KindTool
-	Since time.Time // TS >= Since
-	Until time.Time // TS < Until
-}
-
-// SearchFunc runs a memory search.
-type SearchFunc func(ctx context.Context, req SearchRequest) ([]Hit, error)
-
-// Validate checks the filters: known roles and kinds, and a time range
-// that is not empty. Its errors are safe to show.
-func (r SearchRequest) Validate() error {
-	for _, v := range r.Roles {
-		if !slices.Contains(searchRoles, v) {
-			return fmt.Errorf("unknown role %q: use user, agent or tool", cut(v, maxHitField))
-		}
-	}
-	for _, v := range r.Kinds {
-		if !slices.Contains(searchKinds, v) {
-			return fmt.Errorf("unknown kind %q: use turn or tool", cut(v, maxHitField))
-		}
-	}
-	if !r.Since.IsZero() && !r.Until.IsZero() && !r.Since.Before(r.Until) {
-		return fmt.Errorf("since (%s) must be before until (%s)", r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339))
-	}
-	return nil
-}
-
-// Matches reports whether a record of that kind and role, said at ts,
-// passes the filters.
-func (r SearchRequest) Matches(kind, role string, ts time.Time) bool {
-	return (len(r.Kinds) == 0 || slices.Contains(r.Kinds, kind)) &&
-		(len(r.Roles) == 0 || slices.Contains(r.Roles, role)) &&
-		(r.Since.IsZero() || !ts.Before(r.Since)) &&
-		(r.Until.IsZero() || ts.Before(r.Until))
-}
-
-// filters describes the filters for a result's heading: "" when none,
-// else " (role user, since 2026-01-01T00:00:00Z)".
-func (r SearchRequest) filters() string {
+// searchFilters describes req's filters for a result's heading: "" when
+// none, else " (role user, since 2026-01-01T00:00:00Z)".
+func searchFilters(req memory.SearchRequest) string {
 	var parts []string
-	if len(r.Roles) > 0 {
-		parts = append(parts, "role "+strings.Join(r.Roles, " or "))
+	if len(req.Roles) > 0 {
+		parts = append(parts, "role "+strings.Join(req.Roles, " or "))
 	}
-	if len(r.Kinds) > 0 {
-		parts = append(parts, "kind "+strings.Join(r.Kinds, " or "))
+	if len(req.Kinds) > 0 {
+		parts = append(parts, "kind "+strings.Join(req.Kinds, " or "))
 	}
-	if !r.Since.IsZero() {
-		parts = append(parts, "since "+r.Since.UTC().Format(time.RFC3339))
+	if !req.Since.IsZero() {
+		parts = append(parts, "since "+req.Since.UTC().Format(time.RFC3339))
 	}
-	if !r.Until.IsZero() {
-		parts = append(parts, "until "+r.Until.UTC().Format(time.RFC3339))
+	if !req.Until.IsZero() {
+		parts = append(parts, "until "+req.Until.UTC().Format(time.RFC3339))
 	}
 	if len(parts) == 0 {
 		return ""
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
-}
-
-// recKind is a record's kind: its own, else derived from its role.
-func recKind(r Rec) string {
-	switch {
-	case r.Kind != "":
-		return r.Kind
-	case r.Role == RoleTool:
-		return KindTool
-	}
-	return KindTurn
 }
 
 const (
@@ -219,10 +133,10 @@ func MemorySearch(search SearchFunc) Builtin {
 			hits = hits[:req.K]
 		}
 		if len(hits) == 0 {
-			return Result{Text: fmt.Sprintf("no memories match %q%s", req.Query, req.filters())}, nil
+			return Result{Text: fmt.Sprintf("no memories match %q%s", req.Query, searchFilters(req))}, nil
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "%d results for %q%s:\n", len(hits), req.Query, req.filters())
+		fmt.Fprintf(&b, "%d results for %q%s:\n", len(hits), req.Query, searchFilters(req))
 		for i, h := range hits {
 			fmt.Fprintf(&b, "%d. [%s]", i+1, h.TS.UTC().Format(time.RFC3339))
 			for _, f := range [...]struct{ k, v string }{{"kind", h.Kind}, {"role", h.Role}, {"channel", h.Channel}, {"session", h.Session}, {"id", h.ID}} {
@@ -238,7 +152,7 @@ func MemorySearch(search SearchFunc) Builtin {
 
 // parseSearchArgs reads memory_search's arguments into a valid request.
 // Its errors are for the model: they say what is wrong and what to send.
-func parseSearchArgs(args json.RawMessage) (SearchRequest, error) {
+func parseSearchArgs(args json.RawMessage) (memory.SearchRequest, error) {
 	var in struct {
 		Query string          `json:"query"`
 		K     int             `json:"k"`
@@ -248,9 +162,9 @@ func parseSearchArgs(args json.RawMessage) (SearchRequest, error) {
 		Until string          `json:"until"`
 	}
 	if err := decodeArgs(args, &in); err != nil {
-		return SearchRequest{}, err
+		return memory.SearchRequest{}, err
 	}
-	req := SearchRequest{Query: strings.TrimSpace(in.Query), K: in.K}
+	req := memory.SearchRequest{Query: strings.TrimSpace(in.Query), K: in.K}
 	if req.Query == "" {
 		return req, errors.New("query is required")
 	}
@@ -259,10 +173,10 @@ func parseSearchArgs(args json.RawMessage) (SearchRequest, error) {
 	}
 	req.K = min(req.K, maxSearchK)
 	var err error
-	if req.Roles, err = stringList("role", in.Role, searchRoles); err != nil {
+	if req.Roles, err = stringList("role", in.Role, memory.Roles()); err != nil {
 		return req, err
 	}
-	if req.Kinds, err = stringList("kind", in.Kind, searchKinds); err != nil {
+	if req.Kinds, err = stringList("kind", in.Kind, memory.Kinds()); err != nil {
 		return req, err
 	}
 	if req.Since, err = parseWhen("since", in.Since, false); err != nil {
@@ -326,8 +240,8 @@ func parseWhen(field, s string, endOfDay bool) (time.Time, error) {
 }
 
 // History is the conversation_history tool over tail, which returns the
-// last n records, oldest first.
-func History(tail func(n int) ([]Rec, error)) Builtin {
+// last n records, oldest first, as hits without scores.
+func History(tail func(n int) ([]memory.Hit, error)) Builtin {
 	spec := builtinSpec("conversation_history",
 		"Read the most recent turns of the conversation, oldest first, one line per turn: [time] role: text. Optionally only the turns containing a substring (searched among the last 1000 turns).",
 		`{"type":"object","properties":{"last":{"type":"integer","minimum":1,"maximum":200,"description":"how many turns, default 20"},"contains":{"type":"string","description":"only turns containing this text (case-insensitive)"}}}`)
@@ -354,7 +268,7 @@ func History(tail func(n int) ([]Rec, error)) Builtin {
 		}
 		if in.Contains != "" {
 			needle := strings.ToLower(in.Contains)
-			recs = slices.DeleteFunc(slices.Clone(recs), func(r Rec) bool {
+			recs = slices.DeleteFunc(slices.Clone(recs), func(r memory.Hit) bool {
 				return !strings.Contains(strings.ToLower(r.Text), needle)
 			})
 		}
@@ -379,110 +293,6 @@ func History(tail func(n int) ([]Rec, error)) Builtin {
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	return cut(s, n)
-}
-
-// KeywordSearch is a simple search over the records scan visits: a record's
-// score is the fraction of the query's distinct terms it contains
-// (case-insensitive, terms are runs of letters and digits); ties go to the
-// newer record, then the smaller ID. Records without any query term, or
-// that do not pass the request's filters, are not hits. Only the best K
-// are kept in memory.
-func KeywordSearch(scan func(ctx context.Context, fn func(Rec) error) error) SearchFunc {
-	return func(ctx context.Context, req SearchRequest) ([]Hit, error) {
-		k := req.K
-		qterms := terms(req.Query)
-		if len(qterms) == 0 || k <= 0 {
-			return nil, nil
-		}
-		want := make(map[string]bool, len(qterms))
-		for _, t := range qterms {
-			want[t] = true
-		}
-		top := &hitHeap{}
-		seen := make(map[string]bool, len(want))
-		err := scan(ctx, func(r Rec) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			kind := recKind(r)
-			if !req.Matches(kind, r.Role, r.TS) {
-				return nil
-			}
-			clear(seen)
-			for _, f := range strings.FieldsFunc(r.Text, notTermRune) {
-				if t := strings.ToLower(f); want[t] {
-					seen[t] = true
-				}
-			}
-			if len(seen) == 0 {
-				return nil
-			}
-			h := Hit{ID: r.ID, Kind: kind, Role: r.Role, Session: r.Session, Channel: r.Channel, Text: r.Text, TS: r.TS, Score: float64(len(seen)) / float64(len(want))}
-			switch {
-			case top.Len() < k:
-				heap.Push(top, h)
-			case worse((*top)[0], h):
-				(*top)[0] = h
-				heap.Fix(top, 0)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("keyword search: %w", err)
-		}
-		hits := []Hit(*top)
-		slices.SortFunc(hits, func(a, b Hit) int {
-			switch {
-			case worse(b, a):
-				return -1
-			case worse(a, b):
-				return 1
-			}
-			return 0
-		})
-		return hits, nil
-	}
-}
-
-// terms splits s into distinct lower-case runs of letters and digits, in
-// order of first appearance.
-func terms(s string) []string {
-	var out []string
-	for _, f := range strings.FieldsFunc(s, notTermRune) {
-		t := strings.ToLower(f)
-		if !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-func notTermRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
-
-// worse reports whether a ranks below b: lower score, then older, then
-// larger ID.
-func worse(a, b Hit) bool {
-	if a.Score != b.Score {
-		return a.Score < b.Score
-	}
-	if !a.TS.Equal(b.TS) {
-		return a.TS.Before(b.TS)
-	}
-	return a.ID > b.ID
-}
-
-// hitHeap is a min-heap by rank: the root is the worst hit kept.
-type hitHeap []Hit
-
-func (h hitHeap) Len() int           { return len(h) }
-func (h hitHeap) Less(i, j int) bool { return worse(h[i], h[j]) }
-func (h hitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *hitHeap) Push(x any)        { *h = append(*h, x.(Hit)) }
-func (h *hitHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // CacheStore is the cache_store tool (seed 004's tool cache): the agent

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/mnemo/mnemo/memory"
 )
 
 func TestCurrentTime(t *testing.T) {
@@ -45,178 +47,9 @@ func TestCurrentTime(t *testing.T) {
 	}
 }
 
-func TestKeywordSearch(t *testing.T) {
-	day := func(d int) time.Time { return time.Date(2026, 1, d, 12, 0, 0, 0, time.UTC) }
-	recs := []Rec{
-		{ID: "1", Role: "user", Text: "I adopted a cat named Miso", TS: day(1)},
-		{ID: "2", Role: "agent", Text: "Miso the CAT likes tuna.", TS: day(2)},
-		{ID: "3", Role: "user", Text: "The weather is nice", TS: day(3)},
-		{ID: "4", Role: "user", Text: "my cat, my cat, my cat", TS: day(4)},
-		{ID: "5", Role: "user", Text: "miso soup recipe", TS: day(4)},
-		{ID: "6", Role: "user", Text: "category theory", TS: day(5)}, // "cat" is a term, not a substring
-	}
-	scan := func(ctx context.Context, fn func(Rec) error) error {
-		for _, r := range recs {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	search := KeywordSearch(scan)
-	for _, tc := range []struct {
-		name  string
-		query string
-		k     int
-		want  []string
-	}{
-		// Both terms beat one; among equals the newer wins; repeats do
-		// not count twice.
-		{"overlap then recency", "Miso cat", 10, []string{"2:1.00", "1:1.00", "4:0.50", "5:0.50"}},
-		{"top k kept", "Miso cat", 2, []string{"2:1.00", "1:1.00"}},
-		{"same time: smaller id", "miso cat", 3, []string{"2:1.00", "1:1.00", "4:0.50"}},
-		{"case and punctuation", "TUNA!", 5, []string{"2:1.00"}},
-		{"no match", "dog", 5, nil},
-		{"no terms", "  ,, ", 5, nil},
-		{"k zero", "cat", 0, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			hits, err := search(t.Context(), SearchRequest{Query: tc.query, K: tc.k})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, hitScores(hits)); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
-	}
-
-	boom := errors.New("disk gone")
-	_, err := KeywordSearch(func(context.Context, func(Rec) error) error { return boom })(t.Context(), SearchRequest{Query: "cat", K: 3})
-	if !errors.Is(err, boom) {
-		t.Errorf("scan error: got %v, want it wrapped", err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	if _, err := search(ctx, SearchRequest{Query: "cat", K: 3}); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled: got %v, want context.Canceled", err)
-	}
-}
-
-// hitScores is "id:score" per hit.
-func hitScores(hits []Hit) []string {
-	var out []string
-	for _, h := range hits {
-		out = append(out, fmt.Sprintf("%s:%.2f", h.ID, h.Score))
-	}
-	return out
-}
-
-// TestKeywordSearchFilters checks that the keyword fallback honours the
-// same filters as recall: roles, kinds (a tool record is kind "tool",
-// from its own Kind or from its role) and the time range, Since
-// included and Until excluded.
-func TestKeywordSearchFilters(t *testing.T) {
-	day := func(d int) time.Time { return time.Date(2026, 1, d, 12, 0, 0, 0, time.UTC) }
-	recs := []Rec{
-		{ID: "u1", Role: "user", Text: "tomatoes in the garden", TS: day(1), Kind: KindTurn, Channel: "chat", Session: "main"},
-		{ID: "a2", Role: "agent", Text: "tomatoes need sun", TS: day(2), Kind: KindTurn, Channel: "chat", Session: "main"},
-		{ID: "t3", Role: "tool", Text: "weather: rain for the tomatoes", TS: day(3), Kind: KindTool, Channel: "weather", Session: "main"},
-		{ID: "u4", Role: "user", Text: "said aloud: tomatoes again", TS: day(4), Kind: KindTurn, Channel: "voice", Session: "main"},
-		{ID: "t5", Role: "tool", Text: "cached: tomatoes cost 3 euros", TS: day(5)}, // no Kind: derived from the role
-	}
-	search := KeywordSearch(func(ctx context.Context, fn func(Rec) error) error {
-		for _, r := range recs {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	for _, tc := range []struct {
-		name string
-		req  SearchRequest
-		want []string // ids, best first (all score 1: newest first)
-	}{
-		{"no filter", SearchRequest{}, []string{"t5", "u4", "t3", "a2", "u1"}},
-		{"role user", SearchRequest{Roles: []string{"user"}}, []string{"u4", "u1"}},
-		{"roles user or agent", SearchRequest{Roles: []string{"agent", "user"}}, []string{"u4", "a2", "u1"}},
-		{"role tool", SearchRequest{Roles: []string{"tool"}}, []string{"t5", "t3"}},
-		{"kind turn", SearchRequest{Kinds: []string{KindTurn}}, []string{"u4", "a2", "u1"}},
-		{"kind tool, derived for a record without one", SearchRequest{Kinds: []string{KindTool}}, []string{"t5", "t3"}},
-		{"since includes its instant", SearchRequest{Since: day(3)}, []string{"t5", "u4", "t3"}},
-		{"until excludes its instant", SearchRequest{Until: day(3)}, []string{"a2", "u1"}},
-		{"range", SearchRequest{Since: day(2), Until: day(4)}, []string{"t3", "a2"}},
-		{"all filters", SearchRequest{Roles: []string{"user"}, Kinds: []string{KindTurn}, Since: day(2), Until: day(5)}, []string{"u4"}},
-		{"nothing passes", SearchRequest{Roles: []string{"agent"}, Kinds: []string{KindTool}}, nil},
-		{"filters before k", SearchRequest{Roles: []string{"user"}, K: 1}, []string{"u4"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			req := tc.req
-			req.Query = "tomatoes"
-			if req.K == 0 {
-				req.K = 10
-			}
-			hits, err := search(t.Context(), req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ids []string
-			for _, h := range hits {
-				ids = append(ids, h.ID)
-				if !req.Matches(h.Kind, h.Role, h.TS) {
-					t.Errorf("hit %+v does not pass the filters", h)
-				}
-			}
-			if diff := cmp.Diff(tc.want, ids); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
-	}
-	// Hits carry the records' provenance.
-	hits, err := search(t.Context(), SearchRequest{Query: "rain", K: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Hit{{ID: "t3", Kind: KindTool, Role: "tool", Session: "main", Channel: "weather", Text: "weather: rain for the tomatoes", TS: day(3), Score: 1}}
-	if diff := cmp.Diff(want, hits); diff != "" {
-		t.Errorf("provenance (-want +got):\n%s", diff)
-	}
-}
-
-func TestSearchRequestValidate(t *testing.T) {
-	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		name string
-		req  SearchRequest
-		want string // "" means valid
-	}{
-		{"none", SearchRequest{Query: "x"}, ""},
-		{"all", SearchRequest{Roles: []string{"user", "agent", "tool"}, Kinds: []string{"turn", "tool"}, Since: t1, Until: t1.Add(time.Second)}, ""},
-		{"only since", SearchRequest{Since: t1}, ""},
-		{"only until", SearchRequest{Until: t1}, ""},
-		{"bad role", SearchRequest{Roles: []string{"user", "assistant"}}, `unknown role "assistant": use user, agent or tool`},
-		{"role case matters", SearchRequest{Roles: []string{"User"}}, `unknown role "User": use user, agent or tool`},
-		{"bad kind", SearchRequest{Kinds: []string{"note"}}, `unknown kind "note": use turn or tool`},
-		{"long role is cut", SearchRequest{Roles: []string{strings.Repeat("r", 1000)}}, `unknown role "` + strings.Repeat("r", maxHitField-len("…")) + `…": use user, agent or tool`},
-		{"since after until", SearchRequest{Since: t1.Add(time.Hour), Until: t1}, "since (2026-01-01T01:00:00Z) must be before until (2026-01-01T00:00:00Z)"},
-		{"empty range", SearchRequest{Since: t1, Until: t1}, "since (2026-01-01T00:00:00Z) must be before until (2026-01-01T00:00:00Z)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := ""
-			if err := tc.req.Validate(); err != nil {
-				got = err.Error()
-			}
-			if got != tc.want {
-				t.Errorf("Validate() = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestMemorySearch(t *testing.T) {
-	var got SearchRequest
-	search := func(ctx context.Context, req SearchRequest) ([]Hit, error) {
+	var got memory.SearchRequest
+	search := func(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error) {
 		got = req
 		if req.Query == "fail" {
 			return nil, errors.New("index offline")
@@ -224,7 +57,7 @@ func TestMemorySearch(t *testing.T) {
 		if req.Query == "none" {
 			return nil, nil
 		}
-		return []Hit{
+		return []memory.Hit{
 			{ID: "01A", Kind: "turn", Role: "user", Channel: "chat", Session: "main", Text: "line one\nline two", TS: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Score: 0.875},
 			{ID: "01B#2", Kind: "tool", Role: "tool", Channel: "weather", Session: "main", Text: strings.Repeat("long ", 200), TS: time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("CET", 3600)), Score: 0.5},
 			{ID: "01C", Role: "agent", Session: strings.Repeat("s", 100), Text: "no kind or channel", TS: time.Date(2025, 12, 31, 0, 0, 0, 0, time.UTC), Score: 0.25},
@@ -251,7 +84,7 @@ func TestMemorySearch(t *testing.T) {
 		{"search fails", `{"query":"fail"}`, 10, Result{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got = SearchRequest{}
+			got = memory.SearchRequest{}
 			res, err := b.Run(t.Context(), json.RawMessage(tc.args))
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error = %v, want error %v", err, tc.wantErr)
@@ -273,53 +106,53 @@ func TestMemorySearchArgs(t *testing.T) {
 	utc := func(y int, m time.Month, d, h, min int) time.Time { return time.Date(y, m, d, h, min, 0, 0, time.UTC) }
 	for _, tc := range []struct {
 		name, args string
-		want       SearchRequest // when wantErr is ""
+		want       memory.SearchRequest // when wantErr is ""
 		wantErr    string
 	}{
-		{"query only", `{"query":" garden "}`, SearchRequest{Query: "garden", K: 10}, ""},
-		{"k absent, zero or negative: default", `{"query":"q","k":0}`, SearchRequest{Query: "q", K: 10}, ""},
-		{"k negative", `{"query":"q","k":-3}`, SearchRequest{Query: "q", K: 10}, ""},
-		{"k 1", `{"query":"q","k":1}`, SearchRequest{Query: "q", K: 1}, ""},
-		{"k 50", `{"query":"q","k":50}`, SearchRequest{Query: "q", K: 50}, ""},
-		{"k 51 capped", `{"query":"q","k":51}`, SearchRequest{Query: "q", K: 50}, ""},
-		{"k not an integer", `{"query":"q","k":2.5}`, SearchRequest{}, "invalid arguments"},
-		{"k a string", `{"query":"q","k":"3"}`, SearchRequest{}, "invalid arguments"},
+		{"query only", `{"query":" garden "}`, memory.SearchRequest{Query: "garden", K: 10}, ""},
+		{"k absent, zero or negative: default", `{"query":"q","k":0}`, memory.SearchRequest{Query: "q", K: 10}, ""},
+		{"k negative", `{"query":"q","k":-3}`, memory.SearchRequest{Query: "q", K: 10}, ""},
+		{"k 1", `{"query":"q","k":1}`, memory.SearchRequest{Query: "q", K: 1}, ""},
+		{"k 50", `{"query":"q","k":50}`, memory.SearchRequest{Query: "q", K: 50}, ""},
+		{"k 51 capped", `{"query":"q","k":51}`, memory.SearchRequest{Query: "q", K: 50}, ""},
+		{"k not an integer", `{"query":"q","k":2.5}`, memory.SearchRequest{}, "invalid arguments"},
+		{"k a string", `{"query":"q","k":"3"}`, memory.SearchRequest{}, "invalid arguments"},
 
-		{"role string", `{"query":"q","role":"user"}`, SearchRequest{Query: "q", K: 10, Roles: []string{"user"}}, ""},
-		{"role list", `{"query":"q","role":["agent","tool"]}`, SearchRequest{Query: "q", K: 10, Roles: []string{"agent", "tool"}}, ""},
-		{"role case, spaces, blanks and repeats", `{"query":"q","role":[" User","user","","AGENT"]}`, SearchRequest{Query: "q", K: 10, Roles: []string{"user", "agent"}}, ""},
-		{"role empty list or null: any", `{"query":"q","role":[],"kind":null}`, SearchRequest{Query: "q", K: 10}, ""},
-		{"role unknown", `{"query":"q","role":"assistant"}`, SearchRequest{}, `role "assistant" is not one of user, agent, tool`},
-		{"role unknown in a list", `{"query":"q","role":["user","me"]}`, SearchRequest{}, `role "me" is not one of user, agent, tool`},
-		{"role wrong type", `{"query":"q","role":3}`, SearchRequest{}, "role must be one of user, agent, tool, or a list of them"},
-		{"role list of numbers", `{"query":"q","role":[1]}`, SearchRequest{}, "role must be one of user, agent, tool, or a list of them"},
+		{"role string", `{"query":"q","role":"user"}`, memory.SearchRequest{Query: "q", K: 10, Roles: []string{"user"}}, ""},
+		{"role list", `{"query":"q","role":["agent","tool"]}`, memory.SearchRequest{Query: "q", K: 10, Roles: []string{"agent", "tool"}}, ""},
+		{"role case, spaces, blanks and repeats", `{"query":"q","role":[" User","user","","AGENT"]}`, memory.SearchRequest{Query: "q", K: 10, Roles: []string{"user", "agent"}}, ""},
+		{"role empty list or null: any", `{"query":"q","role":[],"kind":null}`, memory.SearchRequest{Query: "q", K: 10}, ""},
+		{"role unknown", `{"query":"q","role":"assistant"}`, memory.SearchRequest{}, `role "assistant" is not one of user, agent, tool`},
+		{"role unknown in a list", `{"query":"q","role":["user","me"]}`, memory.SearchRequest{}, `role "me" is not one of user, agent, tool`},
+		{"role wrong type", `{"query":"q","role":3}`, memory.SearchRequest{}, "role must be one of user, agent, tool, or a list of them"},
+		{"role list of numbers", `{"query":"q","role":[1]}`, memory.SearchRequest{}, "role must be one of user, agent, tool, or a list of them"},
 
-		{"kind turn", `{"query":"q","kind":"turn"}`, SearchRequest{Query: "q", K: 10, Kinds: []string{"turn"}}, ""},
-		{"kind tool", `{"query":"q","kind":"tool"}`, SearchRequest{Query: "q", K: 10, Kinds: []string{"tool"}}, ""},
-		{"kind list", `{"query":"q","kind":["tool","turn"]}`, SearchRequest{Query: "q", K: 10, Kinds: []string{"tool", "turn"}}, ""},
-		{"kind unknown", `{"query":"q","kind":"note"}`, SearchRequest{}, `kind "note" is not one of turn, tool`},
-		{"kind wrong type", `{"query":"q","kind":{}}`, SearchRequest{}, "kind must be one of turn, tool, or a list of them"},
+		{"kind turn", `{"query":"q","kind":"turn"}`, memory.SearchRequest{Query: "q", K: 10, Kinds: []string{"turn"}}, ""},
+		{"kind tool", `{"query":"q","kind":"tool"}`, memory.SearchRequest{Query: "q", K: 10, Kinds: []string{"tool"}}, ""},
+		{"kind list", `{"query":"q","kind":["tool","turn"]}`, memory.SearchRequest{Query: "q", K: 10, Kinds: []string{"tool", "turn"}}, ""},
+		{"kind unknown", `{"query":"q","kind":"note"}`, memory.SearchRequest{}, `kind "note" is not one of turn, tool`},
+		{"kind wrong type", `{"query":"q","kind":{}}`, memory.SearchRequest{}, "kind must be one of turn, tool, or a list of them"},
 
-		{"since date: start of the day", `{"query":"q","since":"2026-01-02"}`, SearchRequest{Query: "q", K: 10, Since: utc(2026, 1, 2, 0, 0)}, ""},
-		{"until date: through the end of the day", `{"query":"q","until":"2026-01-02"}`, SearchRequest{Query: "q", K: 10, Until: utc(2026, 1, 3, 0, 0)}, ""},
-		{"until date at a month's end", `{"query":"q","until":"2026-02-28"}`, SearchRequest{Query: "q", K: 10, Until: utc(2026, 3, 1, 0, 0)}, ""},
-		{"same day both ways", `{"query":"q","since":"2026-01-02","until":"2026-01-02"}`, SearchRequest{Query: "q", K: 10, Since: utc(2026, 1, 2, 0, 0), Until: utc(2026, 1, 3, 0, 0)}, ""},
-		{"rfc 3339 times", `{"query":"q","since":"2026-01-02T08:30:00Z","until":"2026-01-02T10:00:00+01:00"}`, SearchRequest{Query: "q", K: 10, Since: utc(2026, 1, 2, 8, 30), Until: time.Date(2026, 1, 2, 10, 0, 0, 0, time.FixedZone("", 3600))}, ""},
-		{"fractional seconds", `{"query":"q","since":"2026-01-02T08:30:00.5Z"}`, SearchRequest{Query: "q", K: 10, Since: utc(2026, 1, 2, 8, 30).Add(500 * time.Millisecond)}, ""},
-		{"blank dates: none", `{"query":"q","since":" ","until":""}`, SearchRequest{Query: "q", K: 10}, ""},
-		{"since not a date", `{"query":"q","since":"last week"}`, SearchRequest{}, `since "last week" is not a date: use YYYY-MM-DD or an RFC 3339 time such as 2026-01-02T15:04:05Z`},
-		{"until not a date", `{"query":"q","until":"2026-13-01"}`, SearchRequest{}, `until "2026-13-01" is not a date: use YYYY-MM-DD or an RFC 3339 time such as 2026-01-02T15:04:05Z`},
-		{"time without a zone", `{"query":"q","since":"2026-01-02T08:30:00"}`, SearchRequest{}, `since "2026-01-02T08:30:00" is not a date`},
-		{"date wrong type", `{"query":"q","since":20260102}`, SearchRequest{}, "invalid arguments"},
-		{"since after until", `{"query":"q","since":"2026-02-01","until":"2026-01-01"}`, SearchRequest{}, `since "2026-02-01" is not before until "2026-01-01": nothing can match; give since earlier than until`},
-		{"since equals until", `{"query":"q","since":"2026-01-02T08:30:00Z","until":"2026-01-02T09:30:00+01:00"}`, SearchRequest{}, `since "2026-01-02T08:30:00Z" is not before until "2026-01-02T09:30:00+01:00"`},
+		{"since date: start of the day", `{"query":"q","since":"2026-01-02"}`, memory.SearchRequest{Query: "q", K: 10, Since: utc(2026, 1, 2, 0, 0)}, ""},
+		{"until date: through the end of the day", `{"query":"q","until":"2026-01-02"}`, memory.SearchRequest{Query: "q", K: 10, Until: utc(2026, 1, 3, 0, 0)}, ""},
+		{"until date at a month's end", `{"query":"q","until":"2026-02-28"}`, memory.SearchRequest{Query: "q", K: 10, Until: utc(2026, 3, 1, 0, 0)}, ""},
+		{"same day both ways", `{"query":"q","since":"2026-01-02","until":"2026-01-02"}`, memory.SearchRequest{Query: "q", K: 10, Since: utc(2026, 1, 2, 0, 0), Until: utc(2026, 1, 3, 0, 0)}, ""},
+		{"rfc 3339 times", `{"query":"q","since":"2026-01-02T08:30:00Z","until":"2026-01-02T10:00:00+01:00"}`, memory.SearchRequest{Query: "q", K: 10, Since: utc(2026, 1, 2, 8, 30), Until: time.Date(2026, 1, 2, 10, 0, 0, 0, time.FixedZone("", 3600))}, ""},
+		{"fractional seconds", `{"query":"q","since":"2026-01-02T08:30:00.5Z"}`, memory.SearchRequest{Query: "q", K: 10, Since: utc(2026, 1, 2, 8, 30).Add(500 * time.Millisecond)}, ""},
+		{"blank dates: none", `{"query":"q","since":" ","until":""}`, memory.SearchRequest{Query: "q", K: 10}, ""},
+		{"since not a date", `{"query":"q","since":"last week"}`, memory.SearchRequest{}, `since "last week" is not a date: use YYYY-MM-DD or an RFC 3339 time such as 2026-01-02T15:04:05Z`},
+		{"until not a date", `{"query":"q","until":"2026-13-01"}`, memory.SearchRequest{}, `until "2026-13-01" is not a date: use YYYY-MM-DD or an RFC 3339 time such as 2026-01-02T15:04:05Z`},
+		{"time without a zone", `{"query":"q","since":"2026-01-02T08:30:00"}`, memory.SearchRequest{}, `since "2026-01-02T08:30:00" is not a date`},
+		{"date wrong type", `{"query":"q","since":20260102}`, memory.SearchRequest{}, "invalid arguments"},
+		{"since after until", `{"query":"q","since":"2026-02-01","until":"2026-01-01"}`, memory.SearchRequest{}, `since "2026-02-01" is not before until "2026-01-01": nothing can match; give since earlier than until`},
+		{"since equals until", `{"query":"q","since":"2026-01-02T08:30:00Z","until":"2026-01-02T09:30:00+01:00"}`, memory.SearchRequest{}, `since "2026-01-02T08:30:00Z" is not before until "2026-01-02T09:30:00+01:00"`},
 		{"all filters", `{"query":"tomatoes","k":5,"role":["user"],"kind":"turn","since":"2026-01-01","until":"2026-01-31"}`,
-			SearchRequest{Query: "tomatoes", K: 5, Roles: []string{"user"}, Kinds: []string{"turn"}, Since: utc(2026, 1, 1, 0, 0), Until: utc(2026, 2, 1, 0, 0)}, ""},
-		{"not an object", `["q"]`, SearchRequest{}, "invalid arguments"},
+			memory.SearchRequest{Query: "tomatoes", K: 5, Roles: []string{"user"}, Kinds: []string{"turn"}, Since: utc(2026, 1, 1, 0, 0), Until: utc(2026, 2, 1, 0, 0)}, ""},
+		{"not an object", `["q"]`, memory.SearchRequest{}, "invalid arguments"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got *SearchRequest
-			b := MemorySearch(func(_ context.Context, req SearchRequest) ([]Hit, error) {
+			var got *memory.SearchRequest
+			b := MemorySearch(func(_ context.Context, req memory.SearchRequest) ([]memory.Hit, error) {
 				got = &req
 				return nil, nil
 			})
@@ -346,11 +179,68 @@ func TestMemorySearchArgs(t *testing.T) {
 	}
 }
 
+// TestSearchFilters checks the heading's description of a request's
+// filters: every filter, in a fixed order, times in UTC.
+func TestSearchFilters(t *testing.T) {
+	paris := time.FixedZone("CET", 3600)
+	for _, tc := range []struct {
+		name string
+		req  memory.SearchRequest
+		want string
+	}{
+		{"none", memory.SearchRequest{Query: "q", K: 3}, ""},
+		{"roles", memory.SearchRequest{Roles: []string{memory.RoleUser, memory.RoleAgent}}, " (role user or agent)"},
+		{"kind", memory.SearchRequest{Kinds: []string{memory.KindTool}}, " (kind tool)"},
+		{"until in utc", memory.SearchRequest{Until: time.Date(2026, 1, 2, 1, 0, 0, 0, paris)}, " (until 2026-01-02T00:00:00Z)"},
+		{"all", memory.SearchRequest{Roles: []string{memory.RoleTool}, Kinds: []string{memory.KindTurn, memory.KindTool}, Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)},
+			" (role tool, kind turn or tool, since 2026-01-01T00:00:00Z, until 2026-02-01T00:00:00Z)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := searchFilters(tc.req); got != tc.want {
+				t.Errorf("searchFilters() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMemorySearchSchemaVocabulary checks that the roles and kinds
+// memory_search's schema offers are memory's vocabulary, no more, no less.
+func TestMemorySearchSchemaVocabulary(t *testing.T) {
+	var schema jsonschema.Schema
+	if err := json.Unmarshal([]byte(memorySearchParams), &schema); err != nil {
+		t.Fatal(err)
+	}
+	enum := func(s *jsonschema.Schema) []string {
+		var out []string
+		for _, v := range s.Enum {
+			out = append(out, fmt.Sprint(v))
+		}
+		return out
+	}
+	role := schema.Properties["role"]
+	if role == nil || len(role.AnyOf) != 2 || role.AnyOf[1].Items == nil {
+		t.Fatalf("role schema = %+v", role)
+	}
+	for name, got := range map[string][]string{
+		"role":      enum(role.AnyOf[0]),
+		"role list": enum(role.AnyOf[1].Items),
+		"kind":      enum(schema.Properties["kind"]),
+	} {
+		want := memory.Roles()
+		if name == "kind" {
+			want = memory.Kinds()
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s enum (-memory +schema):\n%s", name, diff)
+		}
+	}
+}
+
 // TestMemorySearchSchema checks that memory_search's parameters, with the
 // registry's reason added, are a JSON Schema that accepts what the tool
 // accepts and describes every field.
 func TestMemorySearchSchema(t *testing.T) {
-	spec := MemorySearch(func(context.Context, SearchRequest) ([]Hit, error) { return nil, nil }).Spec
+	spec := MemorySearch(func(context.Context, memory.SearchRequest) ([]memory.Hit, error) { return nil, nil }).Spec
 	if spec.Effect != ReadOnly || spec.Permission != Safe || !spec.Idempotent {
 		t.Errorf("spec = %+v", spec)
 	}
@@ -394,16 +284,16 @@ func TestMemorySearchSchema(t *testing.T) {
 }
 
 func TestHistory(t *testing.T) {
-	var all []Rec
+	var all []memory.Hit
 	for i := range 300 {
 		text := fmt.Sprintf("turn %d", i)
 		if i%100 == 7 {
 			text += " about Paris\nand more"
 		}
-		all = append(all, Rec{ID: fmt.Sprint(i), Role: []string{"user", "agent"}[i%2], Text: text, TS: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)})
+		all = append(all, memory.Hit{ID: fmt.Sprint(i), Role: []string{"user", "agent"}[i%2], Text: text, TS: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)})
 	}
 	var asked int
-	tail := func(n int) ([]Rec, error) {
+	tail := func(n int) ([]memory.Hit, error) {
 		asked = n
 		if n > len(all) {
 			n = len(all)
@@ -446,11 +336,11 @@ func TestHistory(t *testing.T) {
 			t.Errorf("%s: tail(%d) and %d lines, want tail(%d) and %d lines", tc.args, asked, strings.Count(got.Text, "\n")+1, tc.wantAsked, tc.wantLines)
 		}
 	}
-	empty := History(func(int) ([]Rec, error) { return nil, nil })
+	empty := History(func(int) ([]memory.Hit, error) { return nil, nil })
 	if got, _ := empty.Run(t.Context(), nil); got.Text != "no turns yet" {
 		t.Errorf("empty history = %q", got.Text)
 	}
-	failing := History(func(int) ([]Rec, error) { return nil, errors.New("journal locked") })
+	failing := History(func(int) ([]memory.Hit, error) { return nil, errors.New("journal locked") })
 	if _, err := failing.Run(t.Context(), nil); err == nil {
 		t.Errorf("a failing tail gave no error")
 	}

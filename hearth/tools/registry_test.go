@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mnemo/mnemo/memory"
 )
 
 func TestListMergesBuiltinsAndServers(t *testing.T) {
@@ -28,7 +30,7 @@ func TestListMergesBuiltinsAndServers(t *testing.T) {
 	)
 	r := newTestRegistry(t, Options{
 		GatewayPath: g.path,
-		Builtins:    []Builtin{CurrentTime(time.Now), History(func(int) ([]Rec, error) { return nil, nil })},
+		Builtins:    []Builtin{CurrentTime(time.Now), History(func(int) ([]memory.Hit, error) { return nil, nil })},
 	})
 	specs, err := r.List(t.Context())
 	if err != nil {
