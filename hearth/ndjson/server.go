@@ -57,6 +57,11 @@ func (o *Options) setDefaults() {
 	if o.CloseTimeout <= 0 {
 		o.CloseTimeout = 30 * time.Second
 	}
+	if o.Gate.PerSource == 0 {
+		// A machine's own clients share one source (loopback): room for
+		// several to start at once.
+		o.Gate.PerSource = 8
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -410,5 +415,5 @@ func encode(m ipc.Msg) ([]byte, error) {
 // health adds the door's counters to a health report.
 func (s *Server) health(r *ipc.HealthReport) {
 	st := s.gate.stats()
-	r.Refused, r.Throttled = st.Refused, st.Throttled
+	r.Refused, r.Throttled = int(st.Refused), int(st.Throttled)
 }
