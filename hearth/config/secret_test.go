@@ -42,6 +42,9 @@ func TestSecretNeverRevealed(t *testing.T) {
 		slog.New(h).Info("config", "secret", s, "setting", c.AuthToken, "config", c, "model", c.Model)
 	}
 	outputs["slog text"], outputs["slog json"] = text.String(), js.String()
+	var printed bytes.Buffer
+	c.Print(&printed)
+	outputs["Print"] = printed.String()
 
 	for name, out := range outputs {
 		if strings.Contains(out, "SECRET") || strings.Contains(out, fmt.Sprintf("%x", secretValue)) || strings.Contains(out, fmt.Sprintf("%X", secretValue)) {
