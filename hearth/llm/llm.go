@@ -1,6 +1,7 @@
 // Package llm talks to model providers: the request and response types
-// hearth uses for one model call, the provider configuration read from the
-// environment, and adapters for the providers' wire protocols.
+// hearth uses for one model call, the provider configuration (Settings,
+// resolved into a Config; ConfigFromEnv reads them from the environment),
+// and adapters for the providers' wire protocols.
 //
 // An adapter makes exactly one attempt per call. Whether and when to retry
 // is the caller's decision, informed by [Error.Retryable] and
@@ -162,6 +163,48 @@ func redactURL(raw string) string {
 // ErrNoProvider reports that the environment configures no model provider.
 var ErrNoProvider = errors.New("no model provider is configured: set XAI_API_KEY or ANTHROPIC_API_KEY, or MNEMO_PROVIDER=openai with OPENAI_BASE_URL (and OPENAI_API_KEY if the server needs one)")
 
+// Settings are the raw model provider settings, wherever they come from:
+// the environment (ConfigFromEnv), or hearth/config, which gathers them
+// from its config file, the environment and the owner's preferences.
+// Resolve checks them and picks the provider. Its String, GoString and
+// LogValue never include the API keys.
+type Settings struct {
+	// Provider is "xai", "anthropic" or "openai" (any case); "" chooses by
+	// the keys set (see ConfigFromEnv).
+	Provider string
+	Model    string        // "" means the provider's default
+	Timeout  time.Duration // per model call; 0 means DefaultTimeout
+
+	XAIKey, XAIBaseURL string
+	// XAIAPI is the xAI endpoint, APIResponses (also for "") or APIChat;
+	// XAIServerTools are xAI server-side tools (Responses only). Both are
+	// read only when the provider is xAI.
+	XAIAPI         string
+	XAIServerTools []string
+
+	AnthropicKey, AnthropicBaseURL string
+	OpenAIKey, OpenAIBaseURL       string
+}
+
+// String describes s without its API keys, saying only which are set.
+func (s Settings) String() string {
+	set := func(k string) string {
+		if k == "" {
+			return "unset"
+		}
+		return "set"
+	}
+	return fmt.Sprintf("provider=%q model=%q timeout=%v xai_key=%s xai_base=%s xai_api=%q xai_server_tools=%q anthropic_key=%s anthropic_base=%s openai_key=%s openai_base=%s",
+		s.Provider, s.Model, s.Timeout, set(s.XAIKey), redactURL(s.XAIBaseURL), s.XAIAPI, s.XAIServerTools,
+		set(s.AnthropicKey), redactURL(s.AnthropicBaseURL), set(s.OpenAIKey), redactURL(s.OpenAIBaseURL))
+}
+
+// GoString keeps %#v from printing the API keys.
+func (s Settings) GoString() string { return "llm.Settings{" + s.String() + "}" }
+
+// LogValue keeps structured logging from printing the API keys.
+func (s Settings) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
 // ConfigFromEnv reads the provider configuration through getenv (os.Getenv
 // in production):
 //
@@ -187,13 +230,63 @@ var ErrNoProvider = errors.New("no model provider is configured: set XAI_API_KEY
 // The MNEMO_XAI_* variables are read only when the provider is xAI.
 //
 // With nothing configured it returns Config{} and ErrNoProvider. A
-// contradictory environment is an error naming the variable to fix.
+// contradictory environment is an error naming the variable to fix. It is
+// the environment read into Settings, then Settings.Resolve.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	s, timeoutErr := settingsFromEnv(getenv)
+	c, err := s.Resolve()
+	if err != nil {
+		return Config{}, err
+	}
+	if timeoutErr != nil {
+		return Config{}, timeoutErr
+	}
+	return c, nil
+}
+
+// settingsFromEnv reads the variables ConfigFromEnv documents into
+// Settings. A MNEMO_MODEL_TIMEOUT that is not a positive duration leaves
+// Timeout zero and is returned as the error, for ConfigFromEnv to report
+// only when Resolve finds nothing more fundamental wrong, as it always has.
+func settingsFromEnv(getenv func(string) string) (Settings, error) {
 	env := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	provider := strings.ToLower(env("MNEMO_PROVIDER"))
-	xaiKey, xaiBase := env("XAI_API_KEY"), env("XAI_BASE_URL")
-	anthropicKey, anthropicBase := env("ANTHROPIC_API_KEY"), env("ANTHROPIC_BASE_URL")
-	openaiKey, openaiBase := env("OPENAI_API_KEY"), env("OPENAI_BASE_URL")
+	s := Settings{
+		Provider:         env("MNEMO_PROVIDER"),
+		Model:            env("MNEMO_MODEL"),
+		XAIKey:           env("XAI_API_KEY"),
+		XAIBaseURL:       env("XAI_BASE_URL"),
+		XAIAPI:           env("MNEMO_XAI_API"),
+		AnthropicKey:     env("ANTHROPIC_API_KEY"),
+		AnthropicBaseURL: env("ANTHROPIC_BASE_URL"),
+		OpenAIKey:        env("OPENAI_API_KEY"),
+		OpenAIBaseURL:    env("OPENAI_BASE_URL"),
+	}
+	if tools := env("MNEMO_XAI_SERVER_TOOLS"); tools != "" {
+		s.XAIServerTools = strings.Split(tools, ",")
+	}
+	if raw := env("MNEMO_MODEL_TIMEOUT"); raw != "" {
+		d, err := time.ParseDuration(raw)
+		if err != nil || d <= 0 {
+			return s, timeoutError(raw)
+		}
+		s.Timeout = d
+	}
+	return s, nil
+}
+
+func timeoutError(raw string) error {
+	return fmt.Errorf("MNEMO_MODEL_TIMEOUT=%q: want a positive Go duration such as 90s or 10m", raw)
+}
+
+// Resolve picks the provider and checks s, by the rules ConfigFromEnv
+// documents (its errors name the environment variable to fix). With no
+// provider configured it returns Config{} and ErrNoProvider.
+func (s Settings) Resolve() (Config, error) {
+	trim := strings.TrimSpace
+	provider := strings.ToLower(trim(s.Provider))
+	xaiKey, xaiBase := trim(s.XAIKey), trim(s.XAIBaseURL)
+	anthropicKey, anthropicBase := trim(s.AnthropicKey), trim(s.AnthropicBaseURL)
+	openaiKey, openaiBase := trim(s.OpenAIKey), trim(s.OpenAIBaseURL)
 
 	if provider == "" {
 		switch {
@@ -223,7 +316,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("XAI_BASE_URL: %w", err)
 		}
 		var err error
-		if c.API, c.ServerTools, err = xaiOptions(env("MNEMO_XAI_API"), env("MNEMO_XAI_SERVER_TOOLS")); err != nil {
+		if c.API, c.ServerTools, err = xaiOptions(trim(s.XAIAPI), s.XAIServerTools); err != nil {
 			return Config{}, err
 		}
 	case ProviderAnthropic:
@@ -246,19 +339,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("MNEMO_PROVIDER=%q is not supported: use %q, %q or %q", provider, ProviderXAI, ProviderAnthropic, ProviderOpenAI)
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
-	c.Model = cmp.Or(env("MNEMO_MODEL"), c.Model)
-	if raw := env("MNEMO_MODEL_TIMEOUT"); raw != "" {
-		d, err := time.ParseDuration(raw)
-		if err != nil || d <= 0 {
-			return Config{}, fmt.Errorf("MNEMO_MODEL_TIMEOUT=%q: want a positive Go duration such as 90s or 10m", raw)
-		}
-		c.Timeout = d
+	c.Model = cmp.Or(trim(s.Model), c.Model)
+	if s.Timeout < 0 {
+		return Config{}, timeoutError(s.Timeout.String())
 	}
+	c.Timeout = s.Timeout
 	return c, nil
 }
 
-// xaiOptions reads MNEMO_XAI_API and MNEMO_XAI_SERVER_TOOLS.
-func xaiOptions(api, serverTools string) (string, []string, error) {
+// xaiOptions checks the xAI endpoint and server tools (MNEMO_XAI_API and
+// MNEMO_XAI_SERVER_TOOLS), ignoring empty names and repeats.
+func xaiOptions(api string, serverTools []string) (string, []string, error) {
 	switch api = strings.ToLower(api); api {
 	case "":
 		api = APIResponses
@@ -267,7 +358,7 @@ func xaiOptions(api, serverTools string) (string, []string, error) {
 		return "", nil, fmt.Errorf("MNEMO_XAI_API=%q is not supported: use %q or %q", api, APIResponses, APIChat)
 	}
 	var tools []string
-	for name := range strings.SplitSeq(serverTools, ",") {
+	for _, name := range serverTools {
 		name = strings.ToLower(strings.TrimSpace(name))
 		switch name {
 		case "":

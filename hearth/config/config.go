@@ -1,0 +1,192 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/llm"
+)
+
+// Config is hearth's configuration, loaded and validated once by Load.
+// Every value carries where it came from.
+type Config struct {
+	// File is the config file Load looked for ("" when there is no
+	// config dir and no -config); FileFound says whether it was there.
+	File      Setting[string]
+	FileFound bool
+
+	Addr         Setting[string] // host:port to listen on
+	ListenRemote Setting[bool]   // allow a non-loopback Addr (requires AuthToken)
+	Root         Setting[string] // the memory root
+	TokenFile    Setting[string] // the auth token file, used when AuthToken is unset
+	Gateway      Setting[string] // gateway.json listing MCP servers
+
+	HistoryTurns   Setting[int]           // turns sent to a client when it connects
+	ToolTimeout    Setting[time.Duration] // bound on one tool call
+	ConfirmTimeout Setting[time.Duration] // how long a confirm-class tool waits
+	MaxIterations  Setting[int]           // model calls in one turn; 0: no bound
+	ContextBudget  Setting[int]           // tokens of conversation per turn (see Budget)
+	LogLevel       Setting[slog.Level]
+
+	// AuthToken is APP_AUTH_TOKEN; unset means the token file's.
+	AuthToken Setting[Secret]
+
+	Model  ModelConfig
+	Recall RecallConfig
+}
+
+// ModelConfig is the model provider's settings; see llm.Settings for what
+// each means, and Config.ModelSettings for the owner's preference over
+// them.
+type ModelConfig struct {
+	Provider Setting[string] // "", "xai", "anthropic" or "openai" (lower case); "": by the keys set
+	Name     Setting[string] // the model; "": the provider's default
+	Timeout  Setting[time.Duration]
+
+	XAIKey         Setting[Secret]
+	XAIBaseURL     Setting[string]   // "": llm.DefaultXAIBaseURL
+	XAIAPI         Setting[string]   // "responses" or "chat"
+	XAIServerTools Setting[[]string] // lower case, no repeats
+
+	AnthropicKey     Setting[Secret]
+	AnthropicBaseURL Setting[string] // "": llm.DefaultAnthropicBaseURL
+
+	OpenAIKey     Setting[Secret]
+	OpenAIBaseURL Setting[string] // "": llm.DefaultOpenAIBaseURL
+}
+
+// Embedder kinds, for RecallConfig.Embedder.
+const (
+	// EmbedderAuto is the offline word vectors when Vectors exists, else
+	// none (recall is lexical only).
+	EmbedderAuto    = "auto"
+	EmbedderWordvec = "wordvec" // the offline word vectors; Vectors must exist
+	EmbedderOpenAI  = "openai"  // an OpenAI-compatible /embeddings endpoint
+	EmbedderOllama  = "ollama"  // Ollama's /api/embed
+	EmbedderNone    = "none"    // lexical only
+)
+
+// RecallConfig is the semantic memory's settings.
+type RecallConfig struct {
+	Embedder Setting[string] // an Embedder… constant
+	Vectors  Setting[string] // the word-vector file of the offline embedder
+
+	// For the openai and ollama embedders, which need EmbedModel and
+	// EmbedDim. EmbedBaseURL defaults to Model.OpenAIBaseURL, then
+	// llm.DefaultOpenAIBaseURL, for openai, and to
+	// http://localhost:11434 for ollama; EmbedKey defaults to
+	// Model.OpenAIKey.
+	EmbedModel   Setting[string]
+	EmbedDim     Setting[int]
+	EmbedBaseURL Setting[string]
+	EmbedKey     Setting[Secret]
+
+	// QdrantAddr is Qdrant's gRPC host:port; "" means the embedded index
+	// in the memory root.
+	QdrantAddr Setting[string]
+	QdrantKey  Setting[Secret]
+	QdrantTLS  Setting[bool]
+}
+
+// Setting is one configuration value and where it came from.
+type Setting[T any] struct {
+	Value  T
+	Source Source
+}
+
+// Origin is the kind of place a value came from, in increasing
+// precedence.
+type Origin int
+
+// Origins of a value.
+const (
+	FromDefault Origin = iota
+	FromFile
+	FromEnv
+	FromFlag
+)
+
+// Source is where a value came from.
+type Source struct {
+	Origin Origin
+	// Name is how that place names the setting: the file key
+	// ("model.provider") for a default or the file, the variable
+	// ("MNEMO_PROVIDER") for the environment, the flag ("-addr") for a
+	// flag.
+	Name string
+	// Path and Line locate a value from the file (Line 0: unknown).
+	Path string
+	Line int
+}
+
+// String is "default", "file <path>", "env <NAME>" or "flag -<name>".
+func (s Source) String() string {
+	switch s.Origin {
+	case FromFile:
+		return "file " + s.Path
+	case FromEnv:
+		return "env " + s.Name
+	case FromFlag:
+		return "flag " + s.Name
+	}
+	return "default"
+}
+
+// where is the source as an error names it after the setting: "flag",
+// "env", "default", or "file <path>:<line>".
+func (s Source) where() string {
+	switch s.Origin {
+	case FromFile:
+		if s.Line > 0 {
+			return "file " + s.Path + ":" + strconv.Itoa(s.Line)
+		}
+		return "file " + s.Path
+	case FromEnv:
+		return "env"
+	case FromFlag:
+		return "flag"
+	}
+	return "default"
+}
+
+// Budget is the base context budget: the default shares of ContextBudget
+// tokens. The owner's preferences may override it (Preferences.Context).
+func (c *Config) Budget() hearth.ContextBudget {
+	b := hearth.DefaultContextBudget()
+	b.Tokens = c.ContextBudget.Value
+	return b
+}
+
+// ModelSettings are the model settings for a turn: c's, with the owner's
+// provider and model preferences, when set, over them.
+func (c *Config) ModelSettings(p Preferences) llm.Settings {
+	m := c.Model
+	s := llm.Settings{
+		Provider:         m.Provider.Value,
+		Model:            m.Name.Value,
+		Timeout:          m.Timeout.Value,
+		XAIKey:           m.XAIKey.Value.Reveal(),
+		XAIBaseURL:       m.XAIBaseURL.Value,
+		XAIAPI:           m.XAIAPI.Value,
+		XAIServerTools:   m.XAIServerTools.Value,
+		AnthropicKey:     m.AnthropicKey.Value.Reveal(),
+		AnthropicBaseURL: m.AnthropicBaseURL.Value,
+		OpenAIKey:        m.OpenAIKey.Value.Reveal(),
+		OpenAIBaseURL:    m.OpenAIBaseURL.Value,
+	}
+	if p.Provider != "" {
+		s.Provider = p.Provider
+	}
+	if p.Model != "" {
+		s.Model = p.Model
+	}
+	return s
+}
+
+// problem is a setting's invalid value: "<name> <value> (<where>): <msg>".
+func problem(src Source, value, msg string) error {
+	return fmt.Errorf("%s %s (%s): %s", src.Name, value, src.where(), msg)
+}
