@@ -171,9 +171,9 @@ const (
 	CodeConfigInvalid   = "config_invalid"
 )
 
-// size estimates what an event holds in a subscriber's queue, in bytes,
-// for the queue's budget.
-func size(ev Event) int64 {
+// Size estimates the bytes of text an event carries: the default cost of
+// an event in a subscriber's queue (see WatchOptions.Cost).
+func Size(ev Event) int64 {
 	const overhead = 64
 	switch e := ev.(type) {
 	case *Token:

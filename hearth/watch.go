@@ -29,8 +29,12 @@ type WatchOptions struct {
 	// 1024. Token text coalesces into the newest queued Token, so a
 	// stream of tokens costs one slot while the subscriber is behind.
 	MaxEvents int
-	// MaxBytes bounds the bytes queued (see size); default 4 MiB.
+	// MaxBytes bounds the bytes queued (see Cost); default 4 MiB.
 	MaxBytes int64
+	// Cost, when set, is what an event weighs against MaxBytes: a door
+	// knows what it will write for it (its wire caps long texts). The
+	// default is the text the event carries.
+	Cost func(Event) int64
 	// OnCut, when set, is called once when the subscription is cut off
 	// (ErrLagging or ErrShuttingDown), under hearth's lock: it must not
 	// block. A door uses it to unblock a writer stuck on a dead peer.
@@ -70,6 +74,9 @@ func (h *Hearth) Subscribe(opts WatchOptions) (*Subscription, error) {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 4 << 20
 	}
+	if opts.Cost == nil {
+		opts.Cost = Size
+	}
 	s := &Subscription{h: h, id: h.nextSub.Add(1), opts: opts, wake: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -78,7 +85,7 @@ func (h *Hearth) Subscribe(opts WatchOptions) (*Subscription, error) {
 	}
 	snap := h.snapshotLocked()
 	s.queue = append(s.queue, snap)
-	s.queued = size(snap)
+	s.queued = opts.Cost(snap)
 	h.subs[s] = struct{}{}
 	return s, nil
 }
@@ -159,7 +166,7 @@ func (s *Subscription) push(ev Event) bool {
 	if s.ended != nil {
 		return true
 	}
-	n := size(ev)
+	n := s.opts.Cost(ev)
 	if t, ok := ev.(*Token); ok && len(s.queue) > 0 {
 		// Lossless coalescing: the text joins the newest queued token.
 		if last, ok := s.queue[len(s.queue)-1].(*Token); ok && len(last.Text)+len(t.Text) <= maxTokenText {

@@ -78,7 +78,7 @@ func (c *Client) Run(ctx context.Context, send func(any)) error {
 // session runs one subscription: a reader of requests and the delivery
 // of events, until the subscription ends.
 func (c *Client) session(ctx context.Context, send func(any)) error {
-	sess, err := wire.Open(ctx, c.core, wire.Options{Watch: hearth.WatchOptions{Name: c.opts.Name}, Log: c.opts.Log})
+	sess, err := wire.Open(ctx, c.core, wire.Options{Watch: hearth.WatchOptions{Name: c.opts.Name, Cost: wire.Cost}, Log: c.opts.Log})
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func Dial(ctx context.Context, core wire.Core, o Options) (*Conn, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	sess, err := wire.Open(context.WithoutCancel(ctx), core, wire.Options{Watch: hearth.WatchOptions{Name: o.Name}, Log: o.Log})
+	sess, err := wire.Open(context.WithoutCancel(ctx), core, wire.Options{Watch: hearth.WatchOptions{Name: o.Name, Cost: wire.Cost}, Log: o.Log})
 	if err != nil {
 		if e := wire.Farewell(err); e != nil {
 			return nil, e

@@ -297,6 +297,7 @@ func (s *Server) session(ctx context.Context, nc net.Conn, hello *ipc.Connect, r
 			Name:      hello.Client,
 			MaxEvents: s.opts.ClientQueue,
 			MaxBytes:  s.opts.ClientBudget,
+			Cost:      wire.Cost,
 			// Unblock a writer stuck on a peer that stopped reading,
 			// leaving a peer that resumes soon the time to read why.
 			OnCut: func(error) { nc.SetWriteDeadline(time.Now().Add(s.opts.DropGrace)) },

@@ -337,3 +337,38 @@ func rawArgs(b json.RawMessage) any {
 	}
 	return b
 }
+
+// Cost is what an event weighs in a v1 client's queue: about the bytes
+// its message will take on the wire, where a turn's content is cut to
+// ipc.MaxTurnContent and a tool's result to 2 KiB. The queue holds the
+// core's records by reference; what bounds it is what the client has yet
+// to read.
+func Cost(ev hearth.Event) int64 {
+	const overhead = 64
+	switch e := ev.(type) {
+	case *hearth.TurnStored:
+		return overhead + turnCost(e.Record)
+	case *hearth.ToolOutcome:
+		return overhead + turnCost(e.Record)
+	case *hearth.ReplyDone:
+		return overhead + turnCost(e.Record)
+	case *hearth.Snapshot:
+		n := int64(overhead + len(e.Pending))
+		for _, r := range e.Turns {
+			n += turnCost(r)
+		}
+		return min(n, ipc.MaxLineBytes) // a history is cut to fit one line
+	}
+	return hearth.Size(ev)
+}
+
+func turnCost(r journal.Record) int64 {
+	if r.Tool != nil {
+		return int64(min(len(r.Text)+len(r.Tool.Error), 2*maxToolSummary) + len(r.Tool.Arguments) + len(r.Tool.Reason))
+	}
+	n := min(len(r.Text), ipc.MaxTurnContent)
+	for _, c := range r.ToolCalls {
+		n += len(c.Arguments) + len(c.Reason) + len(c.Name)
+	}
+	return int64(n)
+}

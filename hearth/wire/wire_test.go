@@ -122,3 +122,24 @@ func TestFarewell(t *testing.T) {
 		}
 	}
 }
+
+// A long reply weighs what the client will read of it, not the whole
+// text the core holds by reference.
+func TestCostFollowsTheWire(t *testing.T) {
+	long := strings.Repeat("x", 3<<20)
+	tests := []struct {
+		name   string
+		ev     hearth.Event
+		lo, hi int64
+	}{
+		{"long reply", &hearth.ReplyDone{Record: journal.Record{Text: long}}, ipc.MaxTurnContent, ipc.MaxTurnContent + 256},
+		{"long tool result", &hearth.ToolOutcome{Record: journal.Record{Text: long, Tool: &journal.ToolResult{Name: "n"}}}, maxToolSummary, 2*maxToolSummary + 256},
+		{"token", &hearth.Token{Text: "abc"}, 3, 3},
+		{"huge snapshot", &hearth.Snapshot{Turns: []journal.Record{{Text: long}, {Text: long}, {Text: long}, {Text: long}, {Text: long}, {Text: long}, {Text: long}, {Text: long}, {Text: long}}}, ipc.MaxLineBytes, ipc.MaxLineBytes},
+	}
+	for _, tt := range tests {
+		if got := Cost(tt.ev); got < tt.lo || got > tt.hi {
+			t.Errorf("%s: Cost = %d, want within [%d, %d]", tt.name, got, tt.lo, tt.hi)
+		}
+	}
+}
