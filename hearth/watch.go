@@ -83,9 +83,10 @@ func (h *Hearth) Subscribe(opts WatchOptions) (*Subscription, error) {
 	if h.closing {
 		return nil, ErrShuttingDown
 	}
-	snap := h.snapshotLocked()
-	s.queue = append(s.queue, snap)
-	s.queued = opts.Cost(snap)
+	// The snapshot is the subscriber's starting state, bounded by
+	// HistoryTurns: it is not weighed against the budget of what the
+	// subscriber falls behind by.
+	s.queue = append(s.queue, h.snapshotLocked())
 	h.subs[s] = struct{}{}
 	return s, nil
 }

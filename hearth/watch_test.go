@@ -417,3 +417,34 @@ func TestShutdownDeliversThenEnds(t *testing.T) {
 		t.Errorf("Subscribe after shutdown = %v, want ErrShuttingDown", err)
 	}
 }
+
+// A snapshot bigger than the byte budget is a subscriber's starting state,
+// not a sign that it fell behind.
+func TestBigSnapshotIsNotLagging(t *testing.T) {
+	c := startCore(t)
+	if err := c.h.AddTranscript("", "user", strings.Repeat("long words ", 1000)); err != nil {
+		t.Fatal(err)
+	}
+	seen := newRecorder()
+	seen.watch(t, c.h, hearth.WatchOptions{})
+	seen.waitFor(t, func(e hearth.Event) bool { _, ok := e.(*hearth.TurnStored); return ok })
+
+	sub, err := c.h.Subscribe(hearth.WatchOptions{MaxBytes: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	c.h.Announce(hearth.Notice{Code: hearth.CodeConfigInvalid, Message: "a small event"})
+	var got []hearth.Event
+	ctx, cancel := context.WithCancel(context.Background())
+	err = sub.Run(ctx, func(evs []hearth.Event) error {
+		got = append(got, evs...)
+		if len(got) >= 2 {
+			cancel()
+		}
+		return nil
+	})
+	if errors.Is(err, hearth.ErrLagging) || len(got) != 2 {
+		t.Errorf("Run = %v after %s; want the snapshot and the notice", err, kinds(got))
+	}
+}

@@ -10,10 +10,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mnemo/mnemo/hearth"
 )
 
 func TestBaseBudget(t *testing.T) {
-	if b, err := baseBudget(0); err != nil || b != DefaultContextBudget() {
+	if b, err := baseBudget(0); err != nil || b != hearth.DefaultContextBudget() {
 		t.Errorf("baseBudget(0) = %+v, %v, want the default", b, err)
 	}
 	if b, err := baseBudget(8000); err != nil || b != budget(8000, 75, 15, 10) {
@@ -68,7 +69,7 @@ func TestBudgetResolver(t *testing.T) {
 	tests := []struct {
 		name    string
 		file    *string
-		want    ContextBudget
+		want    hearth.ContextBudget
 		wantLog string // a warning that must be logged, once; "" none
 	}{
 		{"no file", nil, base, ""},
@@ -93,8 +94,8 @@ func TestBudgetResolver(t *testing.T) {
 			var logs syncBuffer
 			r := &budgetResolver{prefs: newPrefsReader(files.read, slog.New(slog.NewTextHandler(&logs, nil))), base: base}
 			for range 3 { // every turn reads the file again
-				if diff := cmp.Diff(tt.want, r.Resolve()); diff != "" {
-					t.Fatalf("Resolve() (-want +got):\n%s", diff)
+				if diff := cmp.Diff(tt.want, r.Budget()); diff != "" {
+					t.Fatalf("Budget() (-want +got):\n%s", diff)
 				}
 			}
 			warnings := strings.Count(logs.String(), "level=WARN")
@@ -113,13 +114,44 @@ func TestBudgetResolver(t *testing.T) {
 func TestBudgetResolverLogsAgainAfterAFix(t *testing.T) {
 	files := &prefsFiles{}
 	var logs syncBuffer
-	r := &budgetResolver{prefs: newPrefsReader(files.read, slog.New(slog.NewTextHandler(&logs, nil))), base: DefaultContextBudget()}
+	r := &budgetResolver{prefs: newPrefsReader(files.read, slog.New(slog.NewTextHandler(&logs, nil))), base: hearth.DefaultContextBudget()}
 	bad, good := `{"context":{"shares":{"recent":99}}}`, `{"context":{"shares":{"recent":70}}}`
 	for _, text := range []string{bad, bad, good, good, bad} {
 		files.set(text)
-		r.Resolve()
+		r.Budget()
 	}
 	if n := strings.Count(logs.String(), "level=WARN"); n != 2 {
 		t.Errorf("logged %d warnings, want 2:\n%s", n, logs.String())
+	}
+}
+
+// TestPreferencesChangeContextBudgetNextTurn edits the context budget in
+// preferences.json between turns: each turn's budget (Budget is asked once
+// per turn) follows the file with no restart, and a broken edit falls back
+// to the base budget. (That the core runs each turn with the budget it is
+// given is ndjson's TestContextBudgetChangesNextTurn.)
+func TestPreferencesChangeContextBudgetNextTurn(t *testing.T) {
+	files := &prefsFiles{}
+	var logs syncBuffer
+	r := &budgetResolver{prefs: newPrefsReader(files.read, slog.New(slog.NewTextHandler(&logs, nil))), base: hearth.DefaultContextBudget()}
+	for _, step := range []struct {
+		name string
+		file string // "" leaves the file as it is
+		want hearth.ContextBudget
+	}{
+		{"no preferences yet", "", hearth.DefaultContextBudget()},
+		{"an edit applies on the next turn", `{"context":{"budget_tokens":2000,"shares":{"recent":50,"memories":30,"tools":20}}}`, budget(2000, 50, 30, 20)},
+		{"and stays", "", budget(2000, 50, 30, 20)},
+		{"a broken edit gives the base", `{"context":{"shares":{"recent":95}}}`, hearth.DefaultContextBudget()}, // 120%
+	} {
+		if step.file != "" {
+			files.set(step.file)
+		}
+		if diff := cmp.Diff(step.want, r.Budget()); diff != "" {
+			t.Errorf("%s: Budget() (-want +got):\n%s", step.name, diff)
+		}
+	}
+	if n := strings.Count(logs.String(), "level=WARN"); n != 1 {
+		t.Errorf("logged %d warnings, want 1 for the broken edit:\n%s", n, logs.String())
 	}
 }

@@ -14,11 +14,8 @@ import (
 
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory/recall/qdrant/qdranttest"
+	"github.com/mnemo/mnemo/memory/recollect"
 )
-
-func env(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
-}
 
 func TestBindAddr(t *testing.T) {
 	tests := []struct {
@@ -197,14 +194,14 @@ func TestRecallOpensWhenQdrantComesUp(t *testing.T) {
 		}),
 		Log:         slog.New(slog.NewTextHandler(t.Output(), nil)),
 		Ready:       func(a net.Addr) { ready <- a },
-		recallRetry: retryPolicy{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
+		recallRetry: recollect.RetryPolicy{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 	}
-	go func() { done <- RunDaemon(ctx, o) }()
+	go func() { done <- Run(ctx, o) }()
 	var addr net.Addr
 	select {
 	case addr = <-ready:
 	case err := <-done:
-		t.Fatalf("RunDaemon: %v", err)
+		t.Fatalf("Run: %v", err)
 	}
 	c := dial(t, addr.String())
 
@@ -251,6 +248,6 @@ func TestRecallOpensWhenQdrantComesUp(t *testing.T) {
 
 	cancel()
 	if err := <-done; err != nil {
-		t.Errorf("RunDaemon: %v", err)
+		t.Errorf("Run: %v", err)
 	}
 }

@@ -189,8 +189,15 @@ func (s *Server) authenticate(ctx context.Context, nc net.Conn, ip netip.Addr, r
 	}
 	r := ipc.NewReader(nc)
 	nc.SetReadDeadline(time.Now().Add(s.opts.HandshakeTimeout))
+	// Shutdown does not wait for a handshake that has not come.
+	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Now()) })
 	hello, herr := s.handshake(r)
+	stop()
 	nc.SetReadDeadline(time.Time{})
+	if ctx.Err() != nil {
+		refuse(nc, &ipc.Error{Code: ipc.CodeShuttingDown, Message: "hearth is shutting down"})
+		return nil, false
+	}
 	if herr != nil {
 		d := s.gate.failed(ip)
 		s.log.Warn("handshake refused", "remote", remote, "reason", herr.Code, "delay", d)
