@@ -4,15 +4,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
-	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/config"
 	"github.com/mnemo/mnemo/hearth/daemon"
 )
 
@@ -26,45 +26,51 @@ func main() {
 	}
 }
 
+const usage = `usage: hearth [flags]          serve
+       hearth [flags] config   print the effective configuration and where each value came from
+       hearth [flags] reindex  rebuild the recall index from the journal (stop hearth first)
+
+Configuration comes from, in rising precedence: defaults, the file
+$XDG_CONFIG_HOME/mnemo/hearth.toml (or -config), the environment, and
+flags. Secrets (API keys, APP_AUTH_TOKEN) come from the environment only.
+
+flags:
+`
+
 func run() error {
-	var o daemon.Options
-	flag.StringVar(&o.Addr, "addr", "", "listen address (default 127.0.0.1:$MNEMO_HEARTH_PORT or 127.0.0.1:7744)")
-	flag.BoolVar(&o.ListenRemote, "listen-remote", false, "allow a non-loopback -addr (requires APP_AUTH_TOKEN)")
-	flag.StringVar(&o.Root, "root", "", "memory root directory (default $XDG_DATA_HOME/mnemo)")
-	flag.IntVar(&o.HistoryTurns, "history", 50, "turns sent to a client when it connects")
-	flag.StringVar(&o.Gateway, "gateway", "", "gateway.json listing MCP servers (default $XDG_CONFIG_HOME/mnemo/gateway.json)")
-	flag.StringVar(&o.TokenFile, "token-file", "", "auth token file, used when APP_AUTH_TOKEN is unset (default $XDG_CONFIG_HOME/mnemo/token)")
-	flag.DurationVar(&o.ToolTimeout, "tool-timeout", 60*time.Second, "bound on one tool call (a tool may declare its own)")
-	flag.DurationVar(&o.ConfirmTimeout, "confirm-timeout", 2*time.Minute, "how long a confirm-class tool waits for the owner; silence means no")
-	flag.IntVar(&o.MaxIterations, "max-iterations", 0, "safety bound on model calls in one turn (0: none)")
-	flag.StringVar(&o.Vectors, "vectors", "", "word-vector file of the offline embedder (default $MNEMO_VECTORS or $XDG_CACHE_HOME/mnemo/wink-sg100-100k.bin; `make vectors` builds it)")
-	flag.IntVar(&o.ContextBudget, "context-budget", hearth.DefaultContextTokens, "tokens of conversation the model gets each turn: recent turns, relevant older turns and tool results (shares and an override in preferences.json)")
-	level := flag.String("log-level", "info", "log level: debug, info, warn, error")
+	flags := config.Bind(flag.CommandLine)
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: hearth [flags]          serve\n       hearth [flags] reindex  rebuild the recall index from the journal (stop hearth first)\n\nflags:\n")
+		fmt.Fprint(flag.CommandLine.Output(), usage)
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	reindex := false
+	cmd := ""
 	switch {
-	case flag.NArg() == 1 && flag.Arg(0) == "reindex":
-		reindex = true
+	case flag.NArg() == 1 && (flag.Arg(0) == "reindex" || flag.Arg(0) == "config"):
+		cmd = flag.Arg(0)
 	case flag.NArg() > 0:
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		return fmt.Errorf("-log-level: %w", err)
+	cfg, err := config.Load(config.LoadOptions{Flags: flags})
+	if cmd == "config" {
+		cfg.Print(os.Stdout)
+		if err != nil {
+			return errors.Join(errors.New("the configuration is invalid"), err)
+		}
+		return nil
 	}
-	o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
-	o.Version = version
-	o.Getenv = os.Getenv
-
+	if err != nil {
+		return err
+	}
+	rt := daemon.Runtime{
+		Version: version,
+		Log:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel.Value})),
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if reindex {
-		return daemon.Reindex(ctx, o, os.Stdout)
+	if cmd == "reindex" {
+		return daemon.Reindex(ctx, cfg, rt, os.Stdout)
 	}
-	return daemon.Run(ctx, o)
+	return daemon.Run(ctx, cfg, rt)
 }

@@ -11,6 +11,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/mnemo/mnemo/hearth/config"
 	"github.com/mnemo/mnemo/hearth/daemon"
 	"github.com/mnemo/mnemo/hearth/local"
 	"github.com/mnemo/mnemo/ipc"
@@ -31,7 +32,19 @@ func runLocal(ctx context.Context, lo localOptions, cmd string, args []string) e
 	defer closeLog.Close()
 	log.Info("mnemo --local starting", "version", version, "root", lo.root)
 
-	sys, err := daemon.Open(ctx, daemon.Options{Root: lo.root, Vectors: lo.vectors, Version: version, Local: true, Log: log})
+	// The same configuration as hearth's (file, environment), with the
+	// root and vectors this command names.
+	cfg, err := config.Load(config.LoadOptions{})
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	if lo.root != "" {
+		cfg.Root.Value = lo.root
+	}
+	if lo.vectors != "" {
+		cfg.Recall.Vectors.Value = lo.vectors
+	}
+	sys, err := daemon.Open(ctx, cfg, daemon.Runtime{Version: version, Local: true, Log: log})
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -13,7 +12,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/mnemo/mnemo/data"
 	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/config"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/hearth/ndjson"
 	"github.com/mnemo/mnemo/hearth/tools"
@@ -31,28 +30,10 @@ import (
 	"github.com/mnemo/mnemo/memory/recollect"
 )
 
-// Options are what cmd/hearth gathers from flags and the environment.
-type Options struct {
-	Addr         string // host:port; "" = 127.0.0.1 on MNEMO_HEARTH_PORT or 7744
-	ListenRemote bool   // allow a non-loopback address (requires APP_AUTH_TOKEN)
-	Root         string // memory root; "" = memory.DefaultDir()
-	HistoryTurns int
-	TokenFile    string // "" = ipc.TokenPath()
-	Gateway      string // gateway.json listing MCP servers; "" = $XDG_CONFIG_HOME/mnemo/gateway.json
-	// Agent bounds; zero values take Config's defaults.
-	ToolTimeout    time.Duration
-	ConfirmTimeout time.Duration
-	MaxIterations  int
-	// Vectors is the word-vector file of the offline embedder; "" means
-	// MNEMO_VECTORS or $XDG_CACHE_HOME/mnemo/wink-sg100-100k.bin.
-	Vectors string
-	// ContextBudget is the total of the context budget in tokens
-	// (-context-budget); 0 means DefaultContextTokens. PreferencesFile
-	// overrides it.
-	ContextBudget int
-	Version       string
-	Getenv        func(string) string
-	Log           *slog.Logger
+// Runtime is what a run of hearth needs besides its configuration.
+type Runtime struct {
+	Version string
+	Log     *slog.Logger
 	// Ready, when set, is called with the bound address once hearth
 	// accepts connections.
 	Ready func(net.Addr)
@@ -65,34 +46,28 @@ type Options struct {
 	recallRetry recollect.RetryPolicy
 }
 
+func (rt *Runtime) setDefaults() {
+	if rt.Log == nil {
+		rt.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
 // InjectedSentinel marks text that hearth injects as context, so that it
 // is never harvested back into memory.
 const InjectedSentinel = indexer.InjectedSentinel
-
-// minRemoteToken is the shortest APP_AUTH_TOKEN accepted for a network bind.
-const minRemoteToken = 16
 
 // Run boots hearth and serves until ctx ends: it binds the listener first
 // (a second hearth on the same port fails before touching anything), then
 // opens the memory root with its version history, the journal, memory and
 // the tools, builds the core, and runs it with the NDJSON door.
-func Run(ctx context.Context, o Options) error {
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	log := o.Log
-	addr, err := bindAddr(o)
-	if err != nil {
-		return err
-	}
-	budget, err := baseBudget(o.ContextBudget)
-	if err != nil {
-		return err
-	}
-	token, err := authToken(o)
+//
+// cfg has been validated by config.Load: its listen address is loopback
+// unless the owner asked otherwise with a token.
+func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
+	rt.setDefaults()
+	log := rt.Log
+	addr := cfg.Addr.Value
+	token, err := authToken(cfg)
 	if err != nil {
 		return err
 	}
@@ -106,7 +81,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer ln.Close()
 
-	s, err := open(ctx, o, budget, ln.Addr().String())
+	s, err := open(ctx, cfg, rt, ln.Addr().String())
 	if err != nil {
 		return err
 	}
@@ -116,8 +91,8 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "root", s.root.Dir())
-	if o.Ready != nil {
-		o.Ready(ln.Addr())
+	if rt.Ready != nil {
+		rt.Ready(ln.Addr())
 	}
 	var wg sync.WaitGroup
 	var serveErr error
@@ -130,18 +105,9 @@ func Run(ctx context.Context, o Options) error {
 // Open assembles hearth's core over the memory root o names, for a process
 // that is its own client (`mnemo --local`): the caller runs the core
 // (System.Core().Run) and closes the System when done.
-func Open(ctx context.Context, o Options) (*System, error) {
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	budget, err := baseBudget(o.ContextBudget)
-	if err != nil {
-		return nil, err
-	}
-	return open(ctx, o, budget, "")
+func Open(ctx context.Context, cfg *config.Config, rt Runtime) (*System, error) {
+	rt.setDefaults()
+	return open(ctx, cfg, rt, "")
 }
 
 // RootDir is the memory root's directory.
@@ -165,18 +131,13 @@ type System struct {
 }
 
 // open assembles hearth over the memory root o names.
-func open(ctx context.Context, o Options, budget hearth.ContextBudget, addr string) (_ *System, err error) {
-	log := o.Log
-	rootDir := o.Root
-	if rootDir == "" {
-		if rootDir, err = memory.DefaultDir(); err != nil {
-			return nil, err
-		}
-	}
-	if rootDir, err = filepath.Abs(rootDir); err != nil {
+func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *System, err error) {
+	log := rt.Log
+	rootDir, err := filepath.Abs(cfg.Root.Value)
+	if err != nil {
 		return nil, fmt.Errorf("memory root: %w", err)
 	}
-	lock, err := lockRoot(rootDir, o.Local, addr)
+	lock, err := lockRoot(rootDir, rt.Local, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -196,28 +157,20 @@ func open(ctx context.Context, o Options, budget hearth.ContextBudget, addr stri
 	}
 	s.journal = j
 
-	prefs := newPrefsReader(root.ReadFile, log)
-	resolver := newModelResolver(prefs, o.Getenv, log)
-	budgets := &budgetResolver{prefs: prefs, base: budget}
-	if _, err := resolver.Resolve(); errors.Is(err, llm.ErrNoProvider) {
+	prefs := newPreferences(cfg, root.Dir(), log)
+	if _, err := prefs.Resolve(); errors.Is(err, llm.ErrNoProvider) {
 		log.Warn("no model provider configured: hearth serves history but cannot answer", "hint", err.Error())
 	} else if err != nil {
-		return nil, fmt.Errorf("provider configuration: %w", err)
+		log.Warn("the model provider is not usable yet: hearth serves history and says what to fix", "err", err)
 	}
 
-	gateway := o.Gateway
-	if gateway == "" {
-		if gateway, err = defaultGatewayPath(); err != nil {
-			return nil, err
-		}
-	}
 	// Recall opens in the background (a large index takes seconds to
 	// load) while hearth already serves, retrying while its backend is
 	// unreachable; until it is up, and if its configuration is wrong,
 	// memory search falls back to keywords over the journal.
 	recallCtx, stopRecall := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopRecall = stopRecall
-	mem := recollect.New(recollect.Options{Root: root.Dir(), Journal: j, Session: hearth.MainConversation, Settings: recallSettings(o), Retry: o.recallRetry, Log: log})
+	mem := recollect.New(recollect.Options{Root: root.Dir(), Journal: j, Session: hearth.MainConversation, Settings: recallSettings(cfg), Retry: rt.recallRetry, Log: log})
 	go func() {
 		defer close(s.recallDone)
 		mem.Run(recallCtx)
@@ -225,7 +178,7 @@ func open(ctx context.Context, o Options, budget hearth.ContextBudget, addr stri
 
 	var core *hearth.Hearth // the cache_store tool commits through it
 	s.registry = tools.New(tools.Options{
-		GatewayPath: gateway,
+		GatewayPath: cfg.Gateway.Value,
 		Builtins: []tools.Builtin{
 			tools.CurrentTime(time.Now),
 			tools.MemorySearch(mem.Search),
@@ -241,27 +194,29 @@ func open(ctx context.Context, o Options, budget hearth.ContextBudget, addr stri
 				return out, err
 			}),
 		},
-		Log:    log,
-		Getenv: o.Getenv,
+		Log: log,
 	})
 	core, err = hearth.New(hearth.Config{
 		Journal:        j,
-		Models:         resolver,
-		Budget:         budget,
-		Budgets:        budgets,
+		Models:         prefs,
+		Budget:         cfg.Budget(),
+		Budgets:        prefs,
 		Memory:         mem,
 		Tools:          s.registry,
 		Anchor:         anchor{root},
-		HistoryTurns:   o.HistoryTurns,
-		ToolTimeout:    o.ToolTimeout,
-		ConfirmTimeout: o.ConfirmTimeout,
-		MaxIterations:  o.MaxIterations,
-		Version:        o.Version,
+		HistoryTurns:   cfg.HistoryTurns.Value,
+		ToolTimeout:    cfg.ToolTimeout.Value,
+		ConfirmTimeout: cfg.ConfirmTimeout.Value,
+		MaxIterations:  cfg.MaxIterations.Value,
+		Version:        rt.Version,
 		Log:            log,
 	})
 	if err != nil {
 		return nil, err
 	}
+	prefs.mu.Lock()
+	prefs.announce = core.Announce
+	prefs.mu.Unlock()
 	s.core = core
 	return s, nil
 }
@@ -311,53 +266,13 @@ func lockRoot(dir string, local bool, addr string) (*memory.RootLock, error) {
 	return nil, err
 }
 
-// bindAddr resolves the listen address and refuses a network bind that
-// was not asked for explicitly or has no token.
-func bindAddr(o Options) (string, error) {
-	addr := o.Addr
-	if addr == "" {
-		var err error
-		if addr, err = ipc.DefaultAddr(o.Getenv); err != nil {
-			return "", err
-		}
-	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("listen address %q: %w", addr, err)
-	}
-	if isLoopback(host) {
-		return addr, nil
-	}
-	if !o.ListenRemote {
-		return "", fmt.Errorf("refusing to listen on %s: it is not a loopback address; pass -listen-remote to serve the network", addr)
-	}
-	if len(strings.TrimSpace(o.Getenv("APP_AUTH_TOKEN"))) < minRemoteToken {
-		return "", fmt.Errorf("refusing to listen on %s without a token: set APP_AUTH_TOKEN (at least %d characters)", addr, minRemoteToken)
-	}
-	return addr, nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // authToken returns APP_AUTH_TOKEN, else the token file's, minting the
 // file (0600) on first start.
-func authToken(o Options) (string, error) {
-	if t := strings.TrimSpace(o.Getenv("APP_AUTH_TOKEN")); t != "" {
+func authToken(cfg *config.Config) (string, error) {
+	if t := strings.TrimSpace(cfg.AuthToken.Value.Reveal()); t != "" {
 		return t, nil
 	}
-	path := o.TokenFile
-	if path == "" {
-		var err error
-		if path, err = ipc.TokenPath(); err != nil {
-			return "", err
-		}
-	}
+	path := cfg.TokenFile.Value
 	tok, err := ipc.ReadTokenFile(path)
 	if err == nil {
 		return tok, nil
@@ -418,62 +333,48 @@ func (a anchor) SessionContext() ([]llm.Message, error) {
 	return []llm.Message{{Role: "system", Content: b.String()}}, errors.Join(errs...)
 }
 
-// defaultGatewayPath is gateway.json beside the token, outside the memory
-// root: it may hold bearer tokens, which must never be committed.
-func defaultGatewayPath() (string, error) {
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return "", fmt.Errorf("locate config dir: %w", err)
-	}
-	return filepath.Join(dir, "mnemo", "gateway.json"), nil
-}
-
 // Reindex drops the recall index and rebuilds it from the journal, the
-// truth it derives from (`hearth reindex`). Stop hearth first: the index
-// has one writer.
-func Reindex(ctx context.Context, o Options, w io.Writer) error {
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
+// truth it derives from (`hearth reindex`). Stop hearth first: the root's
+// lock refuses a reindex while hearth runs.
+func Reindex(ctx context.Context, cfg *config.Config, rt Runtime, w io.Writer) error {
+	rt.setDefaults()
+	rootDir, err := filepath.Abs(cfg.Root.Value)
+	if err != nil {
+		return fmt.Errorf("memory root: %w", err)
 	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
+	lock, err := memory.LockRoot(rootDir, memory.Holder{Mode: memory.HolderDaemon})
+	if err != nil {
+		return fmt.Errorf("%w: stop it before reindexing", err)
 	}
-	rootDir := o.Root
-	if rootDir == "" {
-		var err error
-		if rootDir, err = memory.DefaultDir(); err != nil {
-			return err
-		}
-	}
-	root, err := memory.Open(ctx, rootDir, data.Defaults(), o.Log)
+	defer lock.Close()
+	root, err := memory.Open(ctx, rootDir, data.Defaults(), rt.Log)
 	if err != nil {
 		return err
 	}
-	j, err := journal.Open(root.ThreadsDir(), journal.Options{Log: o.Log})
+	j, err := journal.Open(root.ThreadsDir(), journal.Options{Log: rt.Log})
 	if err != nil {
 		return fmt.Errorf("open journal: %w", err)
 	}
 	defer j.Close()
-	return recollect.Reindex(ctx, recollect.Options{Root: root.Dir(), Journal: j, Session: hearth.MainConversation, Settings: recallSettings(o), Log: o.Log}, w)
+	return recollect.Reindex(ctx, recollect.Options{Root: root.Dir(), Journal: j, Session: hearth.MainConversation, Settings: recallSettings(cfg), Log: rt.Log}, w)
 }
 
-// recallSettings reads recall's settings from the environment.
-func recallSettings(o Options) recollect.Settings {
-	dim, _ := strconv.Atoi(o.Getenv("MNEMO_EMBED_DIM"))
-	kind := strings.ToLower(o.Getenv("MNEMO_EMBEDDER"))
-	base := o.Getenv("MNEMO_EMBED_BASE_URL")
-	if kind == "openai" {
-		base = cmp.Or(base, o.Getenv("OPENAI_BASE_URL"))
+// recallSettings are recall's settings from the configuration.
+func recallSettings(cfg *config.Config) recollect.Settings {
+	r := cfg.Recall
+	kind := r.Embedder.Value
+	if kind == config.EmbedderAuto {
+		kind = ""
 	}
 	return recollect.Settings{
 		Embedder:     kind,
-		Vectors:      cmp.Or(o.Vectors, o.Getenv("MNEMO_VECTORS")),
-		EmbedModel:   o.Getenv("MNEMO_EMBED_MODEL"),
-		EmbedDim:     dim,
-		EmbedBaseURL: base,
-		EmbedAPIKey:  cmp.Or(o.Getenv("MNEMO_EMBED_API_KEY"), o.Getenv("OPENAI_API_KEY")),
-		QdrantAddr:   o.Getenv("MNEMO_QDRANT_ADDR"),
-		QdrantAPIKey: o.Getenv("MNEMO_QDRANT_API_KEY"),
-		QdrantTLS:    o.Getenv("MNEMO_QDRANT_TLS") == "1",
+		Vectors:      r.Vectors.Value,
+		EmbedModel:   r.EmbedModel.Value,
+		EmbedDim:     r.EmbedDim.Value,
+		EmbedBaseURL: r.EmbedBaseURL.Value,
+		EmbedAPIKey:  r.EmbedKey.Value.Reveal(),
+		QdrantAddr:   r.QdrantAddr.Value,
+		QdrantAPIKey: r.QdrantKey.Value.Reveal(),
+		QdrantTLS:    r.QdrantTLS.Value,
 	}
 }

@@ -17,52 +17,17 @@ import (
 	"github.com/mnemo/mnemo/memory/recollect"
 )
 
-func TestBindAddr(t *testing.T) {
-	tests := []struct {
-		name    string
-		o       Options
-		want    string
-		wantErr string
-	}{
-		{"default", Options{Getenv: env(nil)}, "127.0.0.1:7744", ""},
-		{"port from env", Options{Getenv: env(map[string]string{"MNEMO_HEARTH_PORT": "9000"})}, "127.0.0.1:9000", ""},
-		{"bad port env", Options{Getenv: env(map[string]string{"MNEMO_HEARTH_PORT": "x"})}, "", "MNEMO_HEARTH_PORT"},
-		{"explicit loopback", Options{Addr: "127.0.0.1:0", Getenv: env(nil)}, "127.0.0.1:0", ""},
-		{"ipv6 loopback", Options{Addr: "[::1]:7744", Getenv: env(nil)}, "[::1]:7744", ""},
-		{"localhost", Options{Addr: "localhost:7744", Getenv: env(nil)}, "localhost:7744", ""},
-		{"network without flag", Options{Addr: "0.0.0.0:7744", Getenv: env(map[string]string{"APP_AUTH_TOKEN": strings.Repeat("t", 32)})}, "", "-listen-remote"},
-		{"network without token", Options{Addr: "0.0.0.0:7744", ListenRemote: true, Getenv: env(nil)}, "", "APP_AUTH_TOKEN"},
-		{"network with short token", Options{Addr: "0.0.0.0:7744", ListenRemote: true, Getenv: env(map[string]string{"APP_AUTH_TOKEN": "short"})}, "", "APP_AUTH_TOKEN"},
-		{"network with token", Options{Addr: "0.0.0.0:7744", ListenRemote: true, Getenv: env(map[string]string{"APP_AUTH_TOKEN": strings.Repeat("t", 32)})}, "0.0.0.0:7744", ""},
-		{"empty host is every interface", Options{Addr: ":7744", Getenv: env(nil)}, "", "-listen-remote"},
-		{"no port", Options{Addr: "127.0.0.1", Getenv: env(nil)}, "", "listen address"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := bindAddr(tt.o)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("bindAddr() error = %v, want one mentioning %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("bindAddr() = %q, %v, want %q", got, err, tt.want)
-			}
-		})
-	}
-}
-
 func TestAuthToken(t *testing.T) {
 	t.Run("env wins", func(t *testing.T) {
-		got, err := authToken(Options{TokenFile: filepath.Join(t.TempDir(), "token"), Getenv: env(map[string]string{"APP_AUTH_TOKEN": " from-env "})})
+		got, err := authToken(loadConfig(t, map[string]string{"APP_AUTH_TOKEN": " from-env "}))
 		if err != nil || got != "from-env" {
 			t.Errorf("authToken() = %q, %v, want from-env", got, err)
 		}
 	})
 	t.Run("minted once, 0600, reused", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "sub", "token")
-		o := Options{TokenFile: path, Getenv: env(nil)}
+		o := loadConfig(t, nil)
+		o.TokenFile.Value = path
 		first, err := authToken(o)
 		if err != nil {
 			t.Fatal(err)
@@ -87,7 +52,9 @@ func TestAuthToken(t *testing.T) {
 		if err := os.WriteFile(path, []byte("leaked\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := authToken(Options{TokenFile: path, Getenv: env(nil)}); err == nil || !strings.Contains(err.Error(), "0600") {
+		o := loadConfig(t, nil)
+		o.TokenFile.Value = path
+		if _, err := authToken(o); err == nil || !strings.Contains(err.Error(), "0600") {
 			t.Errorf("authToken() error = %v, want a 0600 complaint", err)
 		}
 	})
@@ -181,22 +148,20 @@ func TestRecallOpensWhenQdrantComesUp(t *testing.T) {
 	defer cancel()
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	o := Options{
-		Addr:      "127.0.0.1:0",
-		Root:      t.TempDir(),
-		Gateway:   filepath.Join(t.TempDir(), "gateway.json"),
-		TokenFile: filepath.Join(t.TempDir(), "token"),
-		Getenv: env(map[string]string{
-			"APP_AUTH_TOKEN":       testToken,
-			"MNEMO_EMBEDDER":       "none",
-			"MNEMO_QDRANT_ADDR":    qdrantAddr,
-			"MNEMO_QDRANT_API_KEY": "qdrant-secret-key",
-		}),
+	cfg := loadConfig(t, map[string]string{
+		"APP_AUTH_TOKEN":       testToken,
+		"MNEMO_EMBEDDER":       "none",
+		"MNEMO_QDRANT_ADDR":    qdrantAddr,
+		"MNEMO_QDRANT_API_KEY": "qdrant-secret-key",
+	})
+	cfg.Addr.Value = "127.0.0.1:0"
+	cfg.Root.Value = t.TempDir()
+	rt := Runtime{
 		Log:         slog.New(slog.NewTextHandler(t.Output(), nil)),
 		Ready:       func(a net.Addr) { ready <- a },
 		recallRetry: recollect.RetryPolicy{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond},
 	}
-	go func() { done <- Run(ctx, o) }()
+	go func() { done <- Run(ctx, cfg, rt) }()
 	var addr net.Addr
 	select {
 	case addr = <-ready:

@@ -1,147 +1,118 @@
 package daemon
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/config"
 	"github.com/mnemo/mnemo/hearth/llm"
 )
 
-// PreferencesFile, in the memory root, holds the owner's preferences:
-//
-//	{"provider": "anthropic", "model": "claude-sonnet-4-5",
-//	 "context": {"budget_tokens": 24000, "shares": {"recent": 75, "memories": 15, "tools": 10}}}
-//
-// Every field is optional. provider and model override MNEMO_PROVIDER and
-// MNEMO_MODEL; context overrides the -context-budget flag and the default
-// shares (see hearth.ContextBudget). It is read before every turn, so an edit
-// applies to the next message with no restart (seed 000, SWAP-1 and
-// SWAP-2). Keys stay in the environment.
-const PreferencesFile = "preferences.json"
+// preferences applies the owner's preference file (config.PreferencesFile
+// in the memory root) turn by turn: it is checked before every turn, a
+// valid change applies to that turn, and an invalid one is reported once —
+// logged, and told to every client — while the last good preferences stay.
+type preferences struct {
+	cfg     *config.Config
+	watcher *config.PrefsWatcher
+	log     *slog.Logger
+	hc      *http.Client
 
-// Preferences is the content of PreferencesFile.
-type Preferences struct {
-	Provider string `json:"provider,omitempty"`
-	Model    string `json:"model,omitempty"`
-	// Context is a hearth.ContextBudget whose omitted fields keep their base
-	// values; it is decoded (and validated) by budgetResolver.
-	Context json.RawMessage `json:"context,omitempty"`
+	mu       sync.Mutex
+	announce func(hearth.Notice) // the core's, once it exists
+	cache    map[string]hearth.Model
 }
 
-// prefsReader reads PreferencesFile for the resolvers, logging each
-// distinct problem once (again only if it comes back after being fixed).
-type prefsReader struct {
-	readFile func(name string) ([]byte, error)
-	log      *slog.Logger
-
-	mu   sync.Mutex
-	last map[string]string // by topic, the last problem logged
-}
-
-func newPrefsReader(readFile func(string) ([]byte, error), log *slog.Logger) *prefsReader {
+func newPreferences(cfg *config.Config, rootDir string, log *slog.Logger) *preferences {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &prefsReader{readFile: readFile, log: log, last: make(map[string]string)}
-}
-
-// read returns the preferences; a missing file is no preference, a broken
-// one is logged and ignored (ok is false: the environment and flags
-// apply).
-func (r *prefsReader) read() (Preferences, bool) {
-	var p Preferences
-	b, err := r.readFile(PreferencesFile)
-	if err == nil {
-		err = json.Unmarshal(b, &p)
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		r.clear("file")
-		return Preferences{}, true
-	case err != nil:
-		r.warnOnce("file", "ignoring "+PreferencesFile, err)
-		return Preferences{}, false
-	}
-	r.clear("file")
-	return p, true
-}
-
-// warnOnce logs msg with err unless the same problem of topic was the last
-// one logged.
-func (r *prefsReader) warnOnce(topic, msg string, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s := err.Error(); s != r.last[topic] {
-		r.last[topic] = s
-		r.log.Warn(msg, "err", err)
+	in := func(name string) string { return filepath.Join(rootDir, name) }
+	return &preferences{
+		cfg: cfg,
+		watcher: config.NewPrefsWatcher(config.PrefsOptions{
+			ReadFile: func(name string) ([]byte, error) { return os.ReadFile(in(name)) },
+			Stat:     func(name string) (fs.FileInfo, error) { return os.Stat(in(name)) },
+			Base:     cfg.Budget(),
+		}),
+		log:   log,
+		hc:    &http.Client{},
+		cache: make(map[string]hearth.Model),
 	}
 }
 
-// clear forgets topic's last problem: it is fixed.
-func (r *prefsReader) clear(topic string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.last, topic)
-}
-
-// modelResolver builds the model for each turn from the environment and
-// the owner's preferences, reusing adapters while the configuration stays
-// the same.
-type modelResolver struct {
-	prefs  *prefsReader
-	getenv func(string) string
-	hc     *http.Client
-	log    *slog.Logger
-
-	mu    sync.Mutex
-	cache map[string]hearth.Model
-}
-
-func newModelResolver(prefs *prefsReader, getenv func(string) string, log *slog.Logger) *modelResolver {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &modelResolver{prefs: prefs, getenv: getenv, hc: &http.Client{}, log: log, cache: make(map[string]hearth.Model)}
-}
-
-// Resolve returns the model the next turn uses. Its error is safe to show:
-// it names what to configure.
-func (r *modelResolver) Resolve() (hearth.Model, error) {
-	p, _ := r.prefs.read()
-	getenv := func(k string) string {
-		switch {
-		case k == "MNEMO_PROVIDER" && p.Provider != "":
-			return p.Provider
-		case k == "MNEMO_MODEL" && p.Model != "":
-			return p.Model
+// current is the preferences for this turn, reporting an invalid change.
+func (p *preferences) current() config.Preferences {
+	prefs, ch := p.watcher.Current()
+	if ch.Err != nil {
+		p.log.Warn("ignoring an invalid change to the preferences; the last good ones stay", "err", ch.Err)
+		p.mu.Lock()
+		announce := p.announce
+		p.mu.Unlock()
+		if announce != nil {
+			announce(hearth.Notice{Code: hearth.CodeConfigInvalid, Message: prefsProblem(ch.Err)})
 		}
-		return r.getenv(k)
 	}
-	cfg, err := llm.ConfigFromEnv(getenv)
+	if ch.Updated {
+		p.log.Info("preferences applied", "provider", prefs.Provider, "model", prefs.Model, "context", prefs.Context != nil)
+	}
+	return prefs
+}
+
+// prefsProblem is an invalid preference file's error as clients see it:
+// what is wrong with the content, never a path or a system error.
+func prefsProblem(err error) string {
+	const keep = "; the previous preferences stay in force"
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return config.PreferencesFile + " cannot be read" + keep + " (details in hearth's log)"
+	}
+	msg := err.Error()
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	return "invalid change to " + msg + keep
+}
+
+// Resolve returns the model of the next turn: the configuration with the
+// owner's provider and model preferences over it. Adapters are reused
+// while the resolved configuration stays the same. Its error is safe to
+// show: it names what to configure.
+func (p *preferences) Resolve() (hearth.Model, error) {
+	cfg, err := p.cfg.ModelSettings(p.current()).Resolve()
 	if err != nil {
 		return nil, err
 	}
 	key := fmt.Sprintf("%s|%s|%s|%v", cfg.String(), cfg.API, strings.Join(cfg.ServerTools, ","), cfg.Timeout)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if m, ok := r.cache[key]; ok {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if m, ok := p.cache[key]; ok {
 		return m, nil
 	}
-	m, err := newModel(cfg, r.hc, r.log)
+	m, err := newModel(cfg, p.hc, p.log)
 	if err != nil {
 		return nil, err
 	}
-	r.log.Info("model provider", "provider", cfg.String())
-	r.cache[key] = m
+	p.log.Info("model provider", "provider", cfg.String())
+	p.cache[key] = m
 	return m, nil
+}
+
+// Budget is the context budget of the next turn: the preference's, else
+// the configured base.
+func (p *preferences) Budget() hearth.ContextBudget {
+	if b := p.current().Context; b != nil {
+		return *b
+	}
+	return p.cfg.Budget()
 }
 
 // newModel builds the adapter for cfg, with retries on transient failures.
@@ -158,61 +129,4 @@ func newModel(cfg llm.Config, hc *http.Client, log *slog.Logger) (hearth.Model, 
 		return nil, fmt.Errorf("provider %q is not supported", cfg.Provider)
 	}
 	return llm.NewRetrying(m, llm.RetryPolicy{Log: log}), nil
-}
-
-// budgetResolver gives each turn its context budget: the base (the
-// -context-budget flag over the default) overridden by the "context"
-// object of PreferencesFile, which is read every time so that an edit
-// applies on the next turn. An invalid override is logged once and the
-// base applies.
-type budgetResolver struct {
-	prefs *prefsReader
-	base  hearth.ContextBudget
-}
-
-// Budget returns the budget for the next turn.
-func (r *budgetResolver) Budget() hearth.ContextBudget {
-	p, ok := r.prefs.read()
-	if !ok || len(p.Context) == 0 {
-		return r.base
-	}
-	b, err := overrideBudget(r.base, p.Context)
-	if err != nil {
-		r.prefs.warnOnce("context", "ignoring the context budget in "+PreferencesFile+"; using "+budgetString(r.base), err)
-		return r.base
-	}
-	r.prefs.clear("context")
-	return b
-}
-
-// overrideBudget applies a "context" object to base: the fields it names
-// replace base's, and the result must be valid.
-func overrideBudget(base hearth.ContextBudget, raw json.RawMessage) (hearth.ContextBudget, error) {
-	b := base
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		return base, fmt.Errorf("context: %w", err)
-	}
-	if err := b.Validate(); err != nil {
-		return base, err
-	}
-	return b, nil
-}
-
-func budgetString(b hearth.ContextBudget) string {
-	return fmt.Sprintf("%d tokens, %d/%d/%d%%", b.Tokens, b.Shares.Recent, b.Shares.Memories, b.Shares.Tools)
-}
-
-// baseBudget is the default budget with the -context-budget flag's total,
-// when given.
-func baseBudget(tokens int) (hearth.ContextBudget, error) {
-	b := hearth.DefaultContextBudget()
-	if tokens != 0 {
-		b.Tokens = tokens
-	}
-	if err := b.Validate(); err != nil {
-		return b, fmt.Errorf("-context-budget: %w", err)
-	}
-	return b, nil
 }
