@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -43,7 +44,7 @@ type Root struct {
 //
 // It copies every file of defaults that is missing from dir (an existing file
 // is never overwritten), creates threads/ and a .gitignore that ignores
-// index/, and makes sure dir is a git repository with at least one commit.
+// index/ and the lock file (see LockRoot), and makes sure dir is a git repository with at least one commit.
 // defaults may be nil. When version history cannot be established, Open
 // returns an error that says so, and the caller must not run without it.
 func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*Root, error) {
@@ -185,39 +186,59 @@ func copyFile(root *os.Root, dst string, fsys fs.FS, src string) (err error) {
 	return out.Close()
 }
 
-// ensureGitignore makes sure .gitignore ignores index/. An existing file is
-// kept; the rule is appended to it if missing.
+// ensureGitignore makes sure .gitignore ignores index/ and the lock file. An
+// existing file is kept and only appended to: a missing rule is added after
+// the owner's lines. The change is not committed here; a new root's first
+// commit takes it in, and in an existing root it waits for the next commit.
 func ensureGitignore(root *os.Root, log *slog.Logger) error {
-	const rule = indexDir + "/"
+	// Each rule, then the spellings that already say the same thing. The
+	// lock file records a running process and is no part of the memory.
+	rules := [][]string{
+		{indexDir + "/", indexDir, "/" + indexDir + "/", "/" + indexDir},
+		{lockFile, "/" + lockFile},
+	}
 	b, err := root.ReadFile(gitignore)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return writeNew(root, gitignore, []byte(rule+"\n"))
+		var all []byte
+		for _, r := range rules {
+			all = append(all, r[0]+"\n"...)
+		}
+		return writeNew(root, gitignore, all)
 	case err != nil:
 		return err
 	}
+	have := make(map[string]bool)
 	for line := range bytes.Lines(b) {
-		switch string(bytes.TrimSpace(line)) {
-		case rule, indexDir, "/" + rule, "/" + indexDir:
-			return nil
+		have[string(bytes.TrimSpace(line))] = true
+	}
+	var add []byte
+	var added []string
+	for _, r := range rules {
+		if slices.ContainsFunc(r, func(s string) bool { return have[s] }) {
+			continue
 		}
+		add = append(add, r[0]+"\n"...)
+		added = append(added, r[0])
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		add = append([]byte{'\n'}, add...)
 	}
 	f, err := root.OpenFile(gitignore, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return err
 	}
-	add := rule + "\n"
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		add = "\n" + add
-	}
-	if _, err := f.WriteString(add); err != nil {
+	if _, err := f.Write(add); err != nil {
 		f.Close()
 		return err
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
-	log.Info("memory root: added index/ to .gitignore")
+	log.Info("memory root: added rules to .gitignore", "rules", added)
 	return nil
 }
 
