@@ -14,7 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -44,7 +44,7 @@ type Root struct {
 //
 // It copies every file of defaults that is missing from dir (an existing file
 // is never overwritten), creates threads/ and a .gitignore that ignores
-// index/, and makes sure dir is a git repository with at least one commit.
+// index/ and the lock file (see LockRoot), and makes sure dir is a git repository with at least one commit.
 // defaults may be nil. When version history cannot be established, Open
 // returns an error that says so, and the caller must not run without it.
 func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*Root, error) {
@@ -186,48 +186,60 @@ func copyFile(root *os.Root, dst string, fsys fs.FS, src string) (err error) {
 	return out.Close()
 }
 
-// ignored are the rules .gitignore must hold: the derived index and the
-// root's lock file are never versioned.
-var ignored = []string{indexDir + "/", LockFile}
-
-// ensureGitignore makes sure .gitignore holds every ignored rule. An
-// existing file is kept; missing rules are appended to it.
+// ensureGitignore makes sure .gitignore ignores index/ and the lock file. An
+// existing file is kept and only appended to: a missing rule is added after
+// the owner's lines. The change is not committed here; a new root's first
+// commit takes it in, and in an existing root it waits for the next commit.
 func ensureGitignore(root *os.Root, log *slog.Logger) error {
+	// Each rule, then the spellings that already say the same thing. The
+	// lock file records a running process and is no part of the memory.
+	rules := [][]string{
+		{indexDir + "/", indexDir, "/" + indexDir + "/", "/" + indexDir},
+		{lockFile, "/" + lockFile},
+	}
 	b, err := root.ReadFile(gitignore)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return writeNew(root, gitignore, []byte(strings.Join(ignored, "\n")+"\n"))
+		var all []byte
+		for _, r := range rules {
+			all = append(all, r[0]+"\n"...)
+		}
+		return writeNew(root, gitignore, all)
 	case err != nil:
 		return err
 	}
-	have := map[string]bool{}
+	have := make(map[string]bool)
 	for line := range bytes.Lines(b) {
-		r := strings.TrimPrefix(string(bytes.TrimSpace(line)), "/")
-		have[r], have[strings.TrimSuffix(r, "/")+"/"] = true, true
+		have[string(bytes.TrimSpace(line))] = true
 	}
-	var add strings.Builder
-	for _, rule := range ignored {
-		if !have[rule] {
-			add.WriteString(rule + "\n")
-			log.Info("memory root: added a rule to .gitignore", "rule", rule)
+	var add []byte
+	var added []string
+	for _, r := range rules {
+		if slices.ContainsFunc(r, func(s string) bool { return have[s] }) {
+			continue
 		}
+		add = append(add, r[0]+"\n"...)
+		added = append(added, r[0])
 	}
-	if add.Len() == 0 {
+	if len(add) == 0 {
 		return nil
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		add = append([]byte{'\n'}, add...)
 	}
 	f, err := root.OpenFile(gitignore, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return err
 	}
-	text := add.String()
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		text = "\n" + text
-	}
-	if _, err := f.WriteString(text); err != nil {
+	if _, err := f.Write(add); err != nil {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	log.Info("memory root: added rules to .gitignore", "rules", added)
+	return nil
 }
 
 func writeNew(root *os.Root, name string, data []byte) error {

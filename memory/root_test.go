@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -93,7 +94,7 @@ func TestOpenCreatesLayout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ReadFile: %v", err)
 	}
-	if want := "index/\n" + memory.LockFile + "\n"; string(gitignore) != want {
+	if want := "index/\nhearth.lock\n"; string(gitignore) != want {
 		t.Errorf(".gitignore = %q, want %q", gitignore, want)
 	}
 
@@ -169,6 +170,80 @@ func TestReopenKeepsUserFiles(t *testing.T) {
 	log.ForEach(func(*object.Commit) error { commits++; return nil })
 	if commits != 1 {
 		t.Errorf("%d commits after reopening, want 1", commits)
+	}
+}
+
+// A root made before the lock file existed has a committed .gitignore that
+// ignores only index/. Opening it appends the lock file rule after the owner's
+// lines, commits nothing, and from then on git does not see the lock file.
+func TestOpenUpgradesGitignore(t *testing.T) {
+	tests := []struct {
+		name string
+		old  string // .gitignore as committed by the owner or an older hearth
+		want string
+	}{
+		{"older hearth", "index/\n", "index/\nhearth.lock\n"},
+		{"owner lines kept", "# mine\n*.tmp\n/index\n", "# mine\n*.tmp\n/index\nhearth.lock\n"},
+		{"no final newline", "*.tmp", "*.tmp\nindex/\nhearth.lock\n"},
+		{"already ignored", "/hearth.lock\nindex\n", "/hearth.lock\nindex\n"},
+		{"empty", "", "index/\nhearth.lock\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			repo, err := git.PlainInit(dir, false)
+			if err != nil {
+				t.Fatalf("PlainInit: %v", err)
+			}
+			writeFile(t, filepath.Join(dir, ".gitignore"), tt.old)
+			writeFile(t, filepath.Join(dir, "AGENT.md"), "# mine\n")
+			wt, err := repo.Worktree()
+			if err != nil {
+				t.Fatalf("Worktree: %v", err)
+			}
+			if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+				t.Fatalf("Add: %v", err)
+			}
+			sig := &object.Signature{Name: "owner", Email: "owner@localhost", When: time.Now()}
+			if _, err := wt.Commit("mine", &git.CommitOptions{Author: sig}); err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+
+			// The lock file exists when Open looks at the root: the owner
+			// locks the root before opening it.
+			writeFile(t, filepath.Join(dir, "hearth.lock"), `{"pid":1,"mode":"daemon"}`+"\n")
+			r := openRoot(t, dir)
+
+			got, err := r.ReadFile(".gitignore")
+			if err != nil {
+				t.Fatalf("ReadFile: %v", err)
+			}
+			if string(got) != tt.want {
+				t.Errorf(".gitignore = %q, want %q", got, tt.want)
+			}
+			files, message, _ := trackedFiles(t, dir)
+			if message != "mine" || slices.Contains(files, "hearth.lock") {
+				t.Errorf("HEAD = %q with %v, want the owner's commit, without hearth.lock", message, files)
+			}
+			status, err := wt.Status()
+			if err != nil {
+				t.Fatalf("Status: %v", err)
+			}
+			if _, seen := status["hearth.lock"]; seen {
+				t.Errorf("git status shows hearth.lock:\n%s", status)
+			}
+		})
+	}
+}
+
+// A new root opened under its lock does not commit the lock file.
+func TestOpenLockedNewRoot(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "hearth.lock"), `{"pid":1,"mode":"daemon"}`+"\n")
+	openRoot(t, dir)
+	files, _, _ := trackedFiles(t, dir)
+	if slices.Contains(files, "hearth.lock") {
+		t.Errorf("first commit holds hearth.lock: %v", files)
 	}
 }
 

@@ -245,16 +245,16 @@ func (s *System) Close() {
 // lockRoot makes this process the memory root's one owner. A root that
 // a running hearth holds is refused with what to do instead.
 func lockRoot(dir string, local bool, addr string) (*memory.RootLock, error) {
-	h := memory.Holder{Mode: memory.HolderDaemon, Addr: addr}
+	h := memory.Holder{Mode: memory.ModeDaemon, Addr: addr}
 	if local {
-		h.Mode = memory.HolderLocal
+		h.Mode = memory.ModeLocal
 	}
 	lock, err := memory.LockRoot(dir, h)
 	var held *memory.HeldError
 	switch {
 	case !errors.As(err, &held):
 		return lock, err
-	case local && held.Holder.Mode == memory.HolderDaemon:
+	case local && held.Holder.Mode == memory.ModeDaemon:
 		how := "connect to it with mnemo (without --local)"
 		if held.Holder.Addr != "" {
 			how = fmt.Sprintf("connect to it with `mnemo --addr %s` (without --local)", held.Holder.Addr)
@@ -342,7 +342,7 @@ func Reindex(ctx context.Context, cfg *config.Config, rt Runtime, w io.Writer) e
 	if err != nil {
 		return fmt.Errorf("memory root: %w", err)
 	}
-	lock, err := memory.LockRoot(rootDir, memory.Holder{Mode: memory.HolderDaemon})
+	lock, err := memory.LockRoot(rootDir, memory.Holder{Mode: memory.ModeDaemon})
 	if err != nil {
 		return fmt.Errorf("%w: stop it before reindexing", err)
 	}
