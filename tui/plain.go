@@ -320,6 +320,9 @@ func Status(ctx context.Context, o Options, w io.Writer) error {
 // instead of an indexing progress that would read as healthy.
 func printHealth(w io.Writer, server string, m *ipc.HealthReport) {
 	fmt.Fprintf(w, "hearth %s: %s, %d client(s), model %s\n", server, m.State, m.Clients, orNone(m.Provider, m.Model))
+	if m.Dropped+m.Refused+m.Throttled > 0 {
+		fmt.Fprintf(w, "clients: %d dropped for falling behind, %d connections refused before authenticating, %d failed handshakes throttled\n", m.Dropped, m.Refused, m.Throttled)
+	}
 	ix := m.Index
 	switch {
 	case ix == nil:
@@ -329,8 +332,15 @@ func printHealth(w io.Writer, server string, m *ipc.HealthReport) {
 			ix.Backend, ix.Embedder, plural(ix.Failures, "attempt"))
 		fmt.Fprintf(w, "recall: %s\n", orDefault(ix.Failing, "memory search uses keywords over the journal meanwhile (details in hearth's log)"))
 	default:
-		fmt.Fprintf(w, "recall: %s index, embedder %s, %d documents indexed since start, %s behind the journal\n",
-			ix.Backend, ix.Embedder, ix.Indexed, time.Duration(ix.LagMS)*time.Millisecond)
+		state := "catching up with the journal (search may use keywords meanwhile)"
+		if ix.Ready {
+			state = "ready"
+		}
+		fmt.Fprintf(w, "recall: %s index, embedder %s, %s; %d documents indexed since start, %s behind the journal\n",
+			ix.Backend, ix.Embedder, state, ix.Indexed, time.Duration(ix.LagMS)*time.Millisecond)
+		if n := ix.RecallSearches + ix.KeywordSearches; n > 0 {
+			fmt.Fprintf(w, "recall: searches since start: %d by recall, %d by keywords\n", ix.RecallSearches, ix.KeywordSearches)
+		}
 		if ix.Failing != "" {
 			fmt.Fprintf(w, "recall: %s (%d failures)\n", ix.Failing, ix.Failures)
 		}

@@ -63,15 +63,27 @@ func TestStatus(t *testing.T) {
 		absent []string // must not appear
 	}{
 		{
-			name:   "indexing",
+			name:   "catching up",
 			report: report(&ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec", Indexed: 120, LagMS: 1500}),
-			want:   first + "recall: embedded index, embedder wordvec, 120 documents indexed since start, 1.5s behind the journal\n",
-			absent: []string{"unavailable", "failures"},
+			want:   first + "recall: embedded index, embedder wordvec, catching up with the journal (search may use keywords meanwhile); 120 documents indexed since start, 1.5s behind the journal\n",
+			absent: []string{"unavailable", "failures", "searches"},
+		},
+		{
+			name:   "ready, after a restart, with searches",
+			report: report(&ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec", Ready: true, RecallSearches: 4, KeywordSearches: 1}),
+			want: first + "recall: embedded index, embedder wordvec, ready; 0 documents indexed since start, 0s behind the journal\n" +
+				"recall: searches since start: 4 by recall, 1 by keywords\n",
+		},
+		{
+			name:   "clients dropped and refused",
+			report: &ipc.HealthReport{State: ipc.StateIdle, Clients: 1, Provider: "xai", Model: "grok-4.3", Dropped: 1, Refused: 2, Throttled: 3},
+			want: first + "clients: 1 dropped for falling behind, 2 connections refused before authenticating, 3 failed handshakes throttled\n" +
+				"recall: not running (opening, or unavailable: see hearth's log); search uses keywords over the journal\n",
 		},
 		{
 			name:   "indexing failing",
-			report: report(&ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec", Indexed: 7, Failures: 2, Failing: "indexing is failing; retrying at 12:00:05 (details in hearth's log)"}),
-			want: first + "recall: embedded index, embedder wordvec, 7 documents indexed since start, 0s behind the journal\n" +
+			report: report(&ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec", Ready: true, Indexed: 7, Failures: 2, Failing: "indexing is failing; retrying at 12:00:05 (details in hearth's log)"}),
+			want: first + "recall: embedded index, embedder wordvec, ready; 7 documents indexed since start, 0s behind the journal\n" +
 				"recall: indexing is failing; retrying at 12:00:05 (details in hearth's log) (2 failures)\n",
 			absent: []string{"unavailable"},
 		},
@@ -111,9 +123,9 @@ func TestStatus(t *testing.T) {
 		},
 		{
 			name:   "no provider",
-			report: &ipc.HealthReport{State: ipc.StateIdle, Clients: 2, Index: &ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec"}},
+			report: &ipc.HealthReport{State: ipc.StateIdle, Clients: 2, Index: &ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec", Ready: true}},
 			want: "hearth hearth/0.1.0: idle, 2 client(s), model none configured\n" +
-				"recall: embedded index, embedder wordvec, 0 documents indexed since start, 0s behind the journal\n",
+				"recall: embedded index, embedder wordvec, ready; 0 documents indexed since start, 0s behind the journal\n",
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

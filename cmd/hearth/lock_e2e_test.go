@@ -67,3 +67,31 @@ func TestBusyPortFailsBeforeTheRoot(t *testing.T) {
 		t.Errorf("the second hearth created its memory root %s before failing to bind", other)
 	}
 }
+
+// `hearth config` shows every effective value and its source, and never a
+// secret's value.
+func TestConfigCommand(t *testing.T) {
+	home := t.TempDir()
+	cmd := exec.Command(bins.Hearth, "-history", "20", "config")
+	cmd.Env = []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, "config"), "XAI_API_KEY=xai-very-secret-value", "MNEMO_MODEL=grok-test"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("hearth config: %v\n%s", err, out)
+	}
+	s := string(out)
+	if strings.Contains(s, "xai-very-secret-value") {
+		t.Errorf("hearth config shows the API key:\n%s", s)
+	}
+	for _, want := range []string{"env XAI_API_KEY", "grok-test", "env MNEMO_MODEL", "flag -history", "127.0.0.1:7744"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("hearth config lacks %q:\n%s", want, s)
+		}
+	}
+
+	bad := exec.Command(bins.Hearth, "-context-budget", "10", "config")
+	bad.Env = cmd.Env
+	out, err = bad.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "-context-budget 10 (flag)") {
+		t.Errorf("an invalid flag: %v\n%s\nwant the problem named with its source", err, out)
+	}
+}

@@ -56,6 +56,21 @@ func searchUntil(t *testing.T, c *ipc.Conn, query, want string) []ipc.SearchHit 
 	return nil
 }
 
+// indexUntil asks hearth's health until its index satisfies ok.
+func indexUntil(t *testing.T, c *ipc.Conn, what string, ok func(*ipc.IndexHealth) bool) *ipc.IndexHealth {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if ix := health(t, c).Index; ix != nil && ok(ix) {
+			return ix
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 60s: %+v", what, health(t, c).Index)
+		}
+		time.Sleep(20 * time.Millisecond) // polling recall's counters
+	}
+}
+
 func TestRecallIndexesSearchesAndRebuilds(t *testing.T) {
 	model := llmtest.NewOpenAI(t, "sk-test")
 	root := t.TempDir()
@@ -68,7 +83,14 @@ func TestRecallIndexesSearchesAndRebuilds(t *testing.T) {
 	} {
 		c.Send(&ipc.Transcript{Role: ipc.RoleUser, Text: said})
 	}
+	// Wait on recall's own counters, not on a lucky search: ready (open
+	// and caught up) with the three turns indexed.
+	ix := indexUntil(t, c, "recall ready with 3 documents", func(ix *ipc.IndexHealth) bool { return ix.Ready && ix.Indexed >= 3 })
+	before := ix.RecallSearches
 	hits := searchUntil(t, c, "what grows in the garden", "tomatoes")
+	if ix := health(t, c).Index; ix.RecallSearches <= before {
+		t.Errorf("the search was not answered by recall: %+v", ix)
+	}
 	if out := runMnemo(t, d.Addr, "status"); !strings.Contains(out, "recall: embedded index") || !strings.Contains(out, "3 documents indexed") {
 		t.Errorf("mnemo status printed %q", out)
 	}
