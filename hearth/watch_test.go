@@ -371,7 +371,10 @@ func TestEveryRecordPublishedOnce(t *testing.T) {
 	if _, err := c.h.Keep(context.Background(), "fact", "the owner likes tea"); err != nil {
 		t.Fatal(err)
 	}
-	r.waitFor(t, func(e hearth.Event) bool { ts, ok := e.(*hearth.TurnStored); return ok && ts.Record.Text == "the owner likes tea" })
+	r.waitFor(t, func(e hearth.Event) bool {
+		ts, ok := e.(*hearth.TurnStored)
+		return ok && ts.Record.Text == "the owner likes tea"
+	})
 	c.stop()
 	r.waitEnd(t)
 

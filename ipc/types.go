@@ -96,7 +96,7 @@ const (
 	CodeUnavailable     = "unavailable" // the feature is not available on this hearth
 	CodeShuttingDown    = "shutting_down"
 	CodeInternal        = "internal"
-	CodeCancelled       = "cancelled" // the turn was cancelled by a client
+	CodeCancelled       = "cancelled"      // the turn was cancelled by a client
 	CodeConfigInvalid   = "config_invalid" // a changed preference file is invalid; the last good one stays
 )
 
