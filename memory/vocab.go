@@ -64,12 +64,12 @@ type SearchRequest struct {
 func (r SearchRequest) Validate() error {
 	for _, v := range r.Roles {
 		if !slices.Contains(roles, v) {
-			return fmt.Errorf("unknown role %q: use user, agent or tool", cut(v, maxField))
+			return fmt.Errorf("unknown role %q: use user, agent or tool", Shorten(v, maxField))
 		}
 	}
 	for _, v := range r.Kinds {
 		if !slices.Contains(kinds, v) {
-			return fmt.Errorf("unknown kind %q: use turn or tool", cut(v, maxField))
+			return fmt.Errorf("unknown kind %q: use turn or tool", Shorten(v, maxField))
 		}
 	}
 	if !r.Since.IsZero() && !r.Until.IsZero() && !r.Since.Before(r.Until) {
@@ -154,9 +154,9 @@ type SearchCounts struct {
 	Recall, Keyword int
 }
 
-// cut shortens s to at most n bytes on a UTF-8 boundary, marking the cut
-// with "…" when there is room.
-func cut(s string, n int) string {
+// Shorten cuts s to at most n bytes on a UTF-8 boundary, marking the cut
+// with "…" when there is room: how a value too long to show is shown.
+func Shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

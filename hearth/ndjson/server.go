@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mnemo/mnemo/internal/backoff"
+
 	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/wire"
 	"github.com/mnemo/mnemo/ipc"
@@ -184,7 +186,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 // constant time. A failure is answered only after a growing delay, holding
 // the connection's slot meanwhile, so guessing gains nothing by speed.
 func (s *Server) authenticate(ctx context.Context, nc net.Conn, ip netip.Addr, remote string) (*ipc.Connect, bool) {
-	if d := s.gate.penalty(ip); d > 0 && !wait(ctx, d) {
+	if d := s.gate.penalty(ip); d > 0 && !backoff.Sleep(ctx, d) {
 		return nil, false
 	}
 	r := ipc.NewReader(nc)
@@ -201,24 +203,12 @@ func (s *Server) authenticate(ctx context.Context, nc net.Conn, ip netip.Addr, r
 	if herr != nil {
 		d := s.gate.failed(ip)
 		s.log.Warn("handshake refused", "remote", remote, "reason", herr.Code, "delay", d)
-		wait(ctx, d)
+		backoff.Sleep(ctx, d)
 		refuse(nc, herr)
 		return nil, false
 	}
 	s.gate.succeeded(ip)
 	return hello, true
-}
-
-// wait waits d; false when ctx ended first.
-func wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // sourceIP is the address a connection comes from, for the gate.

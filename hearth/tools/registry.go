@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mnemo/mnemo/memory"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -523,22 +525,5 @@ func bound(text string, max int) string {
 	return out
 }
 
-// cut shortens s to at most n bytes on a UTF-8 boundary, marking the cut
-// with "…" when there is room.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const ell = "…"
-	k := n - len(ell)
-	if k < 0 {
-		k, n = n, 0
-	}
-	for k > 0 && !utf8.RuneStart(s[k]) {
-		k--
-	}
-	if n == 0 {
-		return s[:k]
-	}
-	return s[:k] + ell
-}
+// cut shortens s to at most n bytes, marked with "…".
+func cut(s string, n int) string { return memory.Shorten(s, n) }
