@@ -126,9 +126,6 @@ func (c *Config) setDefaults() {
 // MainConversation names the conversation every client shares.
 const MainConversation = "main"
 
-// Features this core offers, listed in every snapshot so that clients
-// decide from them instead of guessing (DESIGN.md documents each).
-var coreFeatures = []string{"cancel", "confirm", "health", "search", "search_filters", "tools", "transcript"}
 
 // Hearth is the state owner: the conversation, its subscribers and the
 // one commit path to the journal.
@@ -342,17 +339,14 @@ func (h *Hearth) snapshotLocked() *Snapshot {
 	return snap
 }
 
+// features is what this core offers, listed in every snapshot so that
+// clients decide from it instead of guessing (DESIGN.md documents each).
 func (h *Hearth) features() []string {
-	f := append([]string(nil), coreFeatures...)
-	if h.cfg.Memory == nil {
-		f = f[:0]
-		for _, s := range coreFeatures {
-			if s != "search" && s != "search_filters" {
-				f = append(f, s)
-			}
-		}
+	f := []string{"cancel", "confirm", "health"}
+	if h.cfg.Memory != nil {
+		f = append(f, "search", "search_filters")
 	}
-	return f
+	return append(f, "tools", "transcript")
 }
 
 // Announce publishes a notice to every subscriber of ClassNotices.

@@ -451,3 +451,15 @@ func TestBigSnapshotIsNotLagging(t *testing.T) {
 		t.Errorf("Run = %v after %s; want the snapshot and the notice", err, kinds(got))
 	}
 }
+
+// The snapshot lists what this hearth offers: search only with memory.
+func TestFeatures(t *testing.T) {
+	c := startCore(t)
+	r := newRecorder()
+	r.watch(t, c.h, hearth.WatchOptions{})
+	r.waitFor(t, func(hearth.Event) bool { return true })
+	snap := r.snapshot()[0].(*hearth.Snapshot)
+	if diff := cmp.Diff([]string{"cancel", "confirm", "health", "tools", "transcript"}, snap.Features); diff != "" {
+		t.Errorf("features of a hearth without memory (-want +got):\n%s", diff)
+	}
+}
