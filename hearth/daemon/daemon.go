@@ -94,9 +94,16 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 	if rt.Ready != nil {
 		rt.Ready(ln.Addr())
 	}
+	// The door and the core stop together: on ctx, or when the door
+	// fails (its listener broke), so that hearth does not run deaf.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	var wg sync.WaitGroup
 	var serveErr error
-	wg.Go(func() { serveErr = door.Serve(ctx, ln) })
+	wg.Go(func() {
+		defer stop()
+		serveErr = door.Serve(ctx, ln)
+	})
 	runErr := s.core.Run(ctx)
 	wg.Wait()
 	return errors.Join(runErr, serveErr)
