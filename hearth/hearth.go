@@ -126,7 +126,6 @@ func (c *Config) setDefaults() {
 // MainConversation names the conversation every client shares.
 const MainConversation = "main"
 
-
 // Hearth is the state owner: the conversation, its subscribers and the
 // one commit path to the journal.
 type Hearth struct {
@@ -162,6 +161,10 @@ type conversation struct {
 	confirms map[string]chan bool
 	// current is the model of the latest turn, reported in snapshots.
 	current Model
+	// asked counts the requests queued or in flight; settled is closed
+	// when it drops to zero (nil while it is zero). See Settled.
+	asked   int
+	settled chan struct{}
 }
 
 // turnReq is a message or transcript waiting its turn.
@@ -246,9 +249,10 @@ func (h *Hearth) converse(ctx, turnCtx context.Context, c *conversation) {
 			}
 			if sess == nil {
 				h.handleTurn(turnCtx, c, req, &session{}) // history before the first question
-				continue
+			} else {
+				h.handleTurn(turnCtx, c, req, sess)
 			}
-			h.handleTurn(turnCtx, c, req, sess)
+			h.answered(c)
 		}
 	}
 }
@@ -263,6 +267,7 @@ func (h *Hearth) drain(ctx context.Context, c *conversation) {
 		select {
 		case req := <-c.turns:
 			h.store(ctx, c, req)
+			h.answered(c)
 		default:
 			return
 		}

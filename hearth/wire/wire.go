@@ -31,6 +31,7 @@ type Core interface {
 	Confirm(id string, approve bool) error
 	Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
 	Health() hearth.Health
+	Settled(ctx context.Context) error
 	RequestVoice(ctx context.Context) error
 	StopVoice()
 }
@@ -84,18 +85,49 @@ func (s *Session) Close() {
 // subscription; Farewell says what to tell the client then.
 func (s *Session) Run(ctx context.Context, emit func([]ipc.Msg) error) error {
 	var out []ipc.Msg
-	return s.sub.Run(ctx, func(evs []hearth.Event) error {
+	err := s.sub.Run(ctx, func(evs []hearth.Event) error {
 		out = out[:0]
+		var end error
 		for _, ev := range evs {
+			if r, ok := ev.(*hearth.Reply); ok && r.Value == (finished{}) {
+				end = errFinished
+				break
+			}
 			if m := Event(ev); m != nil {
 				out = append(out, m)
 			}
 		}
-		if len(out) == 0 {
-			return nil
+		if len(out) > 0 {
+			if err := emit(out); err != nil {
+				return err
+			}
 		}
-		return emit(out)
+		return end
 	})
+	if errors.Is(err, errFinished) {
+		return nil
+	}
+	return err
+}
+
+// finished marks, in a session's queue, the end of what its client asked
+// for; see Finish.
+type finished struct{}
+
+var errFinished = errors.New("wire: the client's requests are answered")
+
+// Finish ends the session once everything its client asked for has been
+// answered: its searches, and every message and transcript the core has
+// accepted (their replies, errors and final state). A door calls it when
+// the client has said all it will say, such as a TCP half-close from
+// `nc -N`; Run then returns nil after delivering those answers. Close
+// stops the wait.
+func (s *Session) Finish() {
+	s.wg.Wait()
+	if s.core.Settled(s.ctx) != nil {
+		return
+	}
+	s.sub.Reply(finished{})
 }
 
 // Farewell is the error a client is told when its session ends for why;
