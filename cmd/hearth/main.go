@@ -14,12 +14,15 @@ import (
 
 	"github.com/mnemo/mnemo/hearth/config"
 	"github.com/mnemo/mnemo/hearth/daemon"
+	"github.com/mnemo/mnemo/internal/buildinfo"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is set at build time with -ldflags "-X main.version=…"; main
+// falls back on the commit the toolchain recorded.
 var version = "dev"
 
 func main() {
+	version = buildinfo.Version(version)
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "hearth:", err)
 		os.Exit(1)

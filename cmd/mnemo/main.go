@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/mnemo/mnemo/internal/buildinfo"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/tui"
 )
@@ -56,6 +57,7 @@ by the same environment as hearth; hearth's log goes to mnemo's.
 `
 
 func main() {
+	version = buildinfo.Version(version)
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "mnemo:", err)
 		os.Exit(1)
