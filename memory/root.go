@@ -108,6 +108,11 @@ func warnIfShared(dir string, log *slog.Logger) {
 // Dir returns the absolute path of the root.
 func (r *Root) Dir() string { return r.dir }
 
+// IndexDir returns index/, which holds what derives from the memory (the
+// recall index, what the journal has reported): git ignores it, and losing
+// it loses nothing that cannot be rebuilt.
+func (r *Root) IndexDir() string { return filepath.Join(r.dir, indexDir) }
+
 // ThreadsDir returns the directory that holds the conversation journal.
 func (r *Root) ThreadsDir() string { return filepath.Join(r.dir, threadsDir) }
 
