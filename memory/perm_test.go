@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,9 +32,20 @@ func TestRootIsPrivate(t *testing.T) {
 		{"existing root open to the group", 0o750, true},
 		{"existing root others may traverse", 0o701, true},
 	}
+	quoted := map[string]string{
+		"existing root open to all": "it's mine", // the fix quotes it for the shell
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "mnemo")
+			name, fix := "mnemo", ""
+			if q, ok := quoted[tt.name]; ok {
+				name = q
+			}
+			dir := filepath.Join(t.TempDir(), name)
+			fix = "chmod 700 " + dir
+			if _, ok := quoted[tt.name]; ok {
+				fix = "chmod 700 '" + strings.ReplaceAll(dir, "'", `'\''`) + "'"
+			}
 			if tt.rootMode != 0 {
 				if err := os.Mkdir(dir, tt.rootMode); err != nil {
 					t.Fatal(err)
@@ -78,11 +90,20 @@ func TestRootIsPrivate(t *testing.T) {
 			if len(warns) != 1 {
 				t.Fatalf("warnings = %q, want one", warns)
 			}
-			for _, want := range []string{"dir=" + dir, fmt.Sprintf("mode=%#o", tt.rootMode), `fix="chmod 700 ` + dir + `"`} {
+			for _, want := range []string{"dir=" + textValue(dir), fmt.Sprintf("mode=%#o", tt.rootMode), "fix=" + textValue(fix)} {
 				if !strings.Contains(warns[0], want) {
 					t.Errorf("warning %q does not contain %q", warns[0], want)
 				}
 			}
 		})
 	}
+}
+
+// textValue is s as slog's text handler writes it: quoted when it holds
+// a space, a double quote, a backslash or an equals sign.
+func textValue(s string) string {
+	if strings.ContainsAny(s, " \"\\=") {
+		return strconv.Quote(s)
+	}
+	return s
 }

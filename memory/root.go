@@ -15,7 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -102,7 +104,19 @@ func warnIfShared(dir string, log *slog.Logger) {
 		return
 	}
 	log.Warn("memory root is open to other users: it holds your conversations",
-		"dir", dir, "mode", fmt.Sprintf("%#o", st.Mode().Perm()), "fix", "chmod 700 "+dir)
+		"dir", dir, "mode", fmt.Sprintf("%#o", st.Mode().Perm()), "fix", "chmod 700 "+shellQuote(dir))
+}
+
+// shellQuote quotes path for a shell when it needs it, so that the fix a
+// warning gives can be pasted as it is.
+func shellQuote(path string) string {
+	plain := func(r rune) bool {
+		return r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%,=", r))
+	}
+	if path != "" && !strings.ContainsFunc(path, func(r rune) bool { return !plain(r) }) {
+		return path
+	}
+	return "'" + strings.ReplaceAll(path, "'", `'\''`) + "'"
 }
 
 // Dir returns the absolute path of the root.
