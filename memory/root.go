@@ -51,6 +51,10 @@ type Root struct {
 // index/ and the lock file (see LockRoot), and makes sure dir is a git repository with at least one commit.
 // defaults may be nil. When version history cannot be established, Open
 // returns an error that says so, and the caller must not run without it.
+//
+// What Open creates is private to the owner whatever the umask: directories
+// 0700, files 0600, git objects 0400. It changes the mode of nothing that
+// exists; when dir itself lets others in, it logs one warning with the fix.
 func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*Root, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
