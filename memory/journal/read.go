@@ -155,11 +155,13 @@ func (j *Journal) readShard(s shard, read func(f *os.File, path string, size int
 }
 
 // record parses one line, logging why it is skipped when it is not a valid
-// record; where says where the line is (key "offset" or "line", and value).
-// Empty lines are skipped silently. The line's content is never logged.
+// record (a warning the first time, see reported); where says where the
+// line is (key "offset" or "line", and value). Empty lines are skipped
+// silently. The line's content is never logged.
 func (j *Journal) record(path, whereKey string, where any, line []byte, tooLong bool) (Record, bool) {
+	shard := filepath.Base(path)
 	if tooLong {
-		j.log.Warn("journal: skipping line", "file", path, whereKey, where, "reason", fmt.Sprintf("longer than %d bytes", maxLine))
+		j.skipped(path, longKey(shard, whereKey, where), whereKey, where, "reason", fmt.Sprintf("longer than %d bytes", maxLine))
 		return Record{}, false
 	}
 	if len(line) == 0 {
@@ -167,7 +169,7 @@ func (j *Journal) record(path, whereKey string, where any, line []byte, tooLong 
 	}
 	rec, err := parseRecord(line)
 	if err != nil {
-		j.log.Warn("journal: skipping line", "file", path, whereKey, where, "reason", err.Error())
+		j.skipped(path, lineKey(shard, line), whereKey, where, "reason", err.Error())
 		return Record{}, false
 	}
 	return rec, true
