@@ -179,6 +179,29 @@ func redactURL(raw string) string {
 	return u.Redacted()
 }
 
+// KeyVariable names the environment variable holding provider's API key.
+func KeyVariable(provider string) string {
+	switch provider {
+	case ProviderAnthropic:
+		return "ANTHROPIC_API_KEY"
+	case ProviderOpenAI:
+		return "OPENAI_API_KEY"
+	}
+	return "XAI_API_KEY"
+}
+
+// BaseURLVariable names the environment variable (and config key) of
+// provider's base URL, as a message to the owner names it.
+func BaseURLVariable(provider string) string {
+	switch provider {
+	case ProviderAnthropic:
+		return "ANTHROPIC_BASE_URL (model.anthropic_base_url)"
+	case ProviderOpenAI:
+		return "OPENAI_BASE_URL (model.openai_base_url)"
+	}
+	return "XAI_BASE_URL (model.xai_base_url)"
+}
+
 // ErrNoProvider reports that the environment configures no model provider.
 var ErrNoProvider = errors.New("no model provider is configured: set XAI_API_KEY or ANTHROPIC_API_KEY, or MNEMO_PROVIDER=openai with OPENAI_BASE_URL (and OPENAI_API_KEY if the server needs one)")
 
