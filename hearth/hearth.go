@@ -126,7 +126,6 @@ func (c *Config) setDefaults() {
 // MainConversation names the conversation every client shares.
 const MainConversation = "main"
 
-
 // Hearth is the state owner: the conversation, its subscribers and the
 // one commit path to the journal.
 type Hearth struct {
@@ -154,7 +153,7 @@ type conversation struct {
 
 	recent  []journal.Record // the last keep records, oldest first
 	state   string
-	detail  string // of state: the tool running, or the model call's retry
+	detail  string          // of state: the tool running, or the model call's retry
 	pending strings.Builder // the reply streaming now
 	closed  bool            // the queue was drained: nothing more is accepted
 	// cancelTurn cancels the turn in flight; nil when idle.
