@@ -137,6 +137,9 @@ func (w *watchdog) fire() {
 func (w *watchdog) progress() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.ctx.Err() != nil {
+		return // ended or stopped: no timer to arm
+	}
 	w.started = true
 	switch {
 	case w.timer != nil && w.idle == 0:
@@ -151,11 +154,11 @@ func (w *watchdog) progress() {
 
 func (w *watchdog) stop() {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cancel(nil)
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-	w.mu.Unlock()
-	w.cancel(nil)
 }
 
 // timeout is the *TimeoutError that ended the call, or nil.
