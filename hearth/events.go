@@ -57,6 +57,7 @@ type Snapshot struct {
 	Conversation string
 	Turns        []journal.Record // the last HistoryTurns records, oldest first
 	State        string
+	Detail       string // what StateChanged last said of State, e.g. a retry
 	Pending      string // the text of the reply streaming now
 	Provider     string // of the latest turn's model; "" before any
 	Model        string
@@ -94,7 +95,9 @@ type Token struct {
 	Text string
 }
 
-// StateChanged says what the agent is doing now; Detail names the tool.
+// StateChanged says what the agent is doing now. Detail names the tool,
+// or, while thinking, a failed model call being retried ("provider not
+// responding, retry 2/3 in 4 s"); "" clears it.
 type StateChanged struct {
 	State, Detail string
 }

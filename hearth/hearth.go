@@ -153,6 +153,7 @@ type conversation struct {
 
 	recent  []journal.Record // the last keep records, oldest first
 	state   string
+	detail  string          // of state: the tool running, or the model call's retry
 	pending strings.Builder // the reply streaming now
 	closed  bool            // the queue was drained: nothing more is accepted
 	// cancelTurn cancels the turn in flight; nil when idle.
@@ -322,7 +323,7 @@ func (c *conversation) rememberLocked(rec journal.Record) {
 func (h *Hearth) setState(c *conversation, s, detail string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c.state = s
+	c.state, c.detail = s, detail
 	h.publishLocked(&StateChanged{State: s, Detail: detail})
 }
 
@@ -334,6 +335,7 @@ func (h *Hearth) snapshotLocked() *Snapshot {
 		Conversation: c.id,
 		Turns:        append([]journal.Record(nil), turns...),
 		State:        c.state,
+		Detail:       c.detail,
 		Pending:      c.pending.String(),
 		Version:      h.cfg.Version,
 		Features:     h.features(),

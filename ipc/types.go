@@ -189,6 +189,9 @@ type History struct {
 	Protocol       int    `json:"protocol"`
 	ConversationID string `json:"conversation_id"`
 	State          string `json:"state,omitempty"`
+	// Detail is the last Status detail of State, such as a model call
+	// being retried, for a client that connects meanwhile.
+	Detail string `json:"detail,omitempty"`
 	// Pending is the part of a reply that has streamed so far when the
 	// client connects mid-turn; the rest follows as Token messages.
 	Pending  string `json:"pending,omitempty"`

@@ -783,7 +783,7 @@ func (m *Model) onConnected(h *ipc.History) {
 
 	// The reply in flight: replace it from the snapshot.
 	m.endStream()
-	m.agent = orDefault(h.State, ipc.StateIdle)
+	m.agent, m.detail = orDefault(h.State, ipc.StateIdle), h.Detail
 	if h.Pending != "" || m.agent != ipc.StateIdle {
 		m.startStream(h.Pending)
 	}

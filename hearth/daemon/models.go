@@ -109,7 +109,7 @@ func (p *preferences) Resolve() (hearth.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%s|%s|%s|%v", cfg.String(), cfg.API, strings.Join(cfg.ServerTools, ","), cfg.Timeout)
+	key := fmt.Sprintf("%s|%s|%s|%v|%v|%v", cfg.String(), cfg.API, strings.Join(cfg.ServerTools, ","), cfg.Timeout, cfg.FirstByteTimeout, cfg.IdleTimeout)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if m, ok := p.cache[key]; ok {

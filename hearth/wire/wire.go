@@ -315,6 +315,7 @@ func History(s *hearth.Snapshot) *ipc.History {
 		Protocol:       ipc.ProtocolVersion,
 		ConversationID: s.Conversation,
 		State:          s.State,
+		Detail:         s.Detail,
 		Pending:        s.Pending,
 		Provider:       s.Provider,
 		Model:          s.Model,
