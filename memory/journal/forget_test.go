@@ -203,3 +203,31 @@ func TestPurge(t *testing.T) {
 		t.Errorf("Tail after reopen = %v, %v; want %v", ids(tail), err, want)
 	}
 }
+
+// A provider's stored state made after a forgotten turn holds it: the live
+// view does not offer it to continue from.
+func TestForgetDropsLaterResponseIDs(t *testing.T) {
+	j := open(t, t.TempDir(), journal.Options{})
+	before, err := j.Append(t.Context(), journal.Record{Role: "agent", Text: "hi", ResponseID: "resp_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := appendTurns(t, j, "secret")[0]
+	after, err := j.Append(t.Context(), journal.Record{Role: "agent", Text: "noted", ResponseID: "resp_2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append(t.Context(), journal.Tombstone([]string{secret.ID}, "owner")); err != nil {
+		t.Fatal(err)
+	}
+	tail, err := j.Tail(10)
+	if err != nil || len(tail) != 2 {
+		t.Fatalf("Tail = %v, %v", tail, err)
+	}
+	if tail[0].ID != before.ID || tail[0].ResponseID != "resp_1" {
+		t.Errorf("the response before the forgotten turn: %+v", tail[0])
+	}
+	if tail[1].ID != after.ID || tail[1].ResponseID != "" {
+		t.Errorf("the response after the forgotten turn keeps its id: %+v", tail[1])
+	}
+}

@@ -23,7 +23,9 @@ const chunkSize = 64 << 10
 // journal. Records appended concurrently may or may not be included.
 //
 // Tail is the journal's live view: tombstones, the records they forget and
-// redacted records are left out.
+// redacted records are left out, and a record after a forgotten one among
+// those read has no ResponseID (the provider's state holds what was
+// forgotten).
 func (j *Journal) Tail(n int) ([]Record, error) {
 	return j.tail(n, true)
 }
@@ -42,6 +44,7 @@ func (j *Journal) tail(n int, live bool) ([]Record, error) {
 	// A tombstone is newer than the records it forgets: reading backwards,
 	// it is met first.
 	forgotten := make(map[string]bool)
+	gap := "\x7f" // the oldest forgotten record met
 	for i := len(shards) - 1; i >= 0 && len(out) < n; i-- {
 		err := j.readShard(shards[i], func(f *os.File, path string, size int64) error {
 			return reverseLines(f, size, func(off int64, line []byte, tooLong bool) bool {
@@ -54,7 +57,11 @@ func (j *Journal) tail(n int, live bool) ([]Record, error) {
 					for _, id := range rec.Forgets {
 						forgotten[id] = true
 					}
-				case !forgotten[rec.ID] && !rec.Redacted:
+				case forgotten[rec.ID] || rec.Redacted:
+					if rec.ID < gap {
+						gap = rec.ID
+					}
+				default:
 					out = append(out, rec)
 				}
 				return len(out) < n
@@ -66,6 +73,13 @@ func (j *Journal) tail(n int, live bool) ([]Record, error) {
 	}
 	if len(out) == 0 {
 		return nil, nil
+	}
+	// A provider's stored state (ResponseID) made after a forgotten turn
+	// holds it: continuing from it would bring the turn back.
+	for i := range out {
+		if out[i].ID > gap {
+			out[i].ResponseID = ""
+		}
 	}
 	slices.Reverse(out)
 	return out, nil
