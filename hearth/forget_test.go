@@ -23,7 +23,7 @@ type docMemory struct {
 }
 
 func (m *docMemory) Relevant(context.Context, memory.ContextRequest) string { return "" }
-func (m *docMemory) Health() *memory.IndexHealth                           { return nil }
+func (m *docMemory) Health() *memory.IndexHealth                            { return nil }
 func (m *docMemory) Notify(id string) {
 	found, _ := m.j.Find(context.Background(), []string{id})
 	m.mu.Lock()
