@@ -127,3 +127,49 @@ func onDisk(t *testing.T, root, s string) bool {
 	}
 	return false
 }
+
+// A turn deleted by hand from a journal shard while hearth was stopped is
+// not searchable after the next start: hearth finds the shard changed and
+// reconciles the index with it, without a reindex.
+func TestHandDeletedTurnLeavesTheIndex(t *testing.T) {
+	root := t.TempDir()
+	d := startDaemon(t, root, nil, vectorsArgs()...)
+	c := mustDial(t, d.Addr)
+	storeAndIndex(t, c, forgetTurns)
+	searchUntil(t, c, "zanzibar shed code", "zanzibar")
+	d.Stop(t)
+
+	shards, _ := filepath.Glob(filepath.Join(root, "threads", "*.jsonl"))
+	edited := false
+	for _, s := range shards {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keep []string
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if strings.Contains(line, "zanzibar") {
+				edited = true
+				continue
+			}
+			keep = append(keep, line)
+		}
+		if err := os.WriteFile(s, []byte(strings.Join(keep, "\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !edited {
+		t.Fatal("no journal line held the turn")
+	}
+
+	d = startDaemon(t, root, nil, vectorsArgs()...)
+	c = mustDial(t, d.Addr)
+	indexUntil(t, c, "recall ready", func(ix *ipc.IndexHealth) bool { return ix.Ready })
+	searchUntil(t, c, "tomatoes garden", "tomatoes")
+	if out := runMnemo(t, d.Addr, "search", "zanzibar shed code"); strings.Contains(out, "zanzibar") {
+		t.Errorf("the turn deleted by hand is still searchable after a restart:\n%s", out)
+	}
+	if !strings.Contains(d.Log(), "reconciling the index") {
+		t.Errorf("hearth did not say it reconciled the index; log:\n%s", d.Log())
+	}
+}

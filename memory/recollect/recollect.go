@@ -134,7 +134,13 @@ func (m *Memory) Run(ctx context.Context) {
 		return
 	}
 	m.log.Info("recall ready", "backend", rs.backend, "embedder", embedderName(rs.embedder))
+	if err := m.syncSeen(ctx, rs, true); err != nil {
+		m.log.Warn("could not check the journal against the index; a turn removed by hand may stay searchable until `hearth reindex`", "err", err)
+	}
 	rs.indexer.Run(ctx)
+	if err := m.syncSeen(context.WithoutCancel(ctx), rs, false); err != nil {
+		m.log.Warn("could not record what the index has seen of the journal", "err", err)
+	}
 	m.mu.Lock()
 	m.rs = nil
 	m.mu.Unlock()

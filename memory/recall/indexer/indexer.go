@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -406,6 +407,43 @@ func (ix *Indexer) Forget(ctx context.Context, ids []string) error {
 	}
 	// The remembered turns may hold a forgotten one: read them back from
 	// the live view.
+	ix.prev, ix.prevAt = ix.preceding(cursor), cursor
+	return nil
+}
+
+// Reconcile brings the index in line with a journal changed under it
+// (a shard edited by hand while hearth was stopped): the records gone
+// are forgotten, and recs — the live records of the changed shards, in
+// order — are indexed again when the cursor has passed them (upserts
+// replace what was there; later ones are indexed as the cursor reaches
+// them). Their retrieval context starts at the first of them.
+func (ix *Indexer) Reconcile(ctx context.Context, gone []string, recs []journal.Record) error {
+	ix.scan.Lock()
+	defer ix.scan.Unlock()
+	if err := ix.checkEmbedder(ctx); err != nil {
+		return err
+	}
+	cursor, _, err := ix.opts.Index.Meta(ctx, MetaCursor)
+	if err != nil {
+		return fmt.Errorf("read cursor: %w", err)
+	}
+	if len(gone) > 0 {
+		if err := ix.forget(ctx, gone, cursor); err != nil {
+			return err
+		}
+	}
+	var redo []journal.Record
+	for _, r := range recs {
+		if r.ID <= cursor {
+			redo = append(redo, r)
+		}
+	}
+	prev := recall.NewPreceding(ix.opts.ContextTurns)
+	for chunk := range slices.Chunk(redo, ix.opts.Batch) {
+		if _, _, err := ix.store(ctx, chunk, prev); err != nil {
+			return err
+		}
+	}
 	ix.prev, ix.prevAt = ix.preceding(cursor), cursor
 	return nil
 }
