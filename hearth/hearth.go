@@ -33,6 +33,10 @@ type Model interface {
 type Journal interface {
 	Append(ctx context.Context, rec journal.Record) (journal.Record, error)
 	Tail(n int) ([]journal.Record, error)
+	// Find returns the live records among ids (see Forget).
+	Find(ctx context.Context, ids []string) (map[string]journal.Record, error)
+	// Purge removes the content of every forgotten record from disk.
+	Purge(ctx context.Context) (journal.PurgeReport, error)
 }
 
 // Models picks the model of each turn (the owner's preferences may change
@@ -57,6 +61,10 @@ type Memory interface {
 	Notify(id string)
 	// Health reports the index's progress; nil while it first opens.
 	Health() *memory.IndexHealth
+	// Forget drops the records ids from every index, so that no search
+	// finds them once it returns; with purge, also from what the index
+	// keeps on disk.
+	Forget(ctx context.Context, ids []string, purge bool) error
 }
 
 // Anchor gives the system messages that open every session: the agent's
@@ -349,7 +357,7 @@ func (h *Hearth) snapshotLocked() *Snapshot {
 // features is what this core offers, listed in every snapshot so that
 // clients decide from it instead of guessing (DESIGN.md documents each).
 func (h *Hearth) features() []string {
-	f := []string{"cancel", "confirm", "health"}
+	f := []string{"cancel", "confirm", "forget", "health"}
 	if h.cfg.Memory != nil {
 		f = append(f, "search", "search_filters")
 	}

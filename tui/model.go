@@ -273,6 +273,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case *ipc.Error:
 		m.onError(msg)
+	case *ipc.Forgotten:
+		m.onForgotten(msg)
 	case *ipc.Pong:
 	case *ipc.VoiceCredential:
 		m.log.Info("voice credential ignored: voice is not in this client yet")

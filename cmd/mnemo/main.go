@@ -44,6 +44,8 @@ commands:
   chat            chat line by line
   send TEXT...    send one message and stream the reply
   history         print the recent conversation
+  search QUERY    search memory; each hit shows the id mnemo forget takes
+  forget ID...    forget turns for good (--purge: erase their text from disk)
   status          hearth's health: agent state, model, recall index progress
   ping [-wait D]  check that hearth answers, waiting up to D
 
@@ -129,6 +131,10 @@ func run() error {
 		return tui.Status(ctx, o, os.Stdout)
 	case "history":
 		return tui.History(ctx, o, os.Stdout)
+	case "forget": // forget.go
+		return forget(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
+	case "search":
+		return search(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	default:
 		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 	}

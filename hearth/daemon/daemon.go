@@ -194,6 +194,10 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 			tools.CacheStore(func(ctx context.Context, label, content string) (string, error) {
 				return core.Keep(ctx, label, content)
 			}),
+			tools.Forget(func(ctx context.Context, ids []string, purge bool) ([]string, []string, error) {
+				res, err := core.Forget(ctx, hearth.ForgetRequest{IDs: ids, By: hearth.ByAgent, Purge: purge})
+				return res.Forgotten, res.Unknown, err
+			}),
 			tools.History(func(n int) ([]memory.Hit, error) {
 				recs, err := j.Tail(n)
 				out := make([]memory.Hit, len(recs))

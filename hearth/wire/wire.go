@@ -30,6 +30,7 @@ type Core interface {
 	Cancel(ref string) error
 	Confirm(id string, approve bool) error
 	Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
+	Forget(ctx context.Context, req hearth.ForgetRequest) (hearth.ForgetResult, error)
 	Health() hearth.Health
 	Settled(ctx context.Context) error
 	RequestVoice(ctx context.Context) error
@@ -167,6 +168,8 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.refuse(s.core.Confirm(m.ID, m.Approve), "")
 	case *ipc.Search:
 		s.search(m)
+	case *ipc.Forget:
+		s.forget(m)
 	case *ipc.Health:
 		s.reply(s.health(m.Ref))
 	case *ipc.Disconnect:
@@ -243,6 +246,33 @@ func (s *Session) search(m *ipc.Search) {
 	})
 }
 
+// forgetTimeout bounds a forget, its purge included.
+const forgetTimeout = 2 * time.Minute
+
+// forget carries out a Forget off the caller's goroutine. Once asked it
+// completes even when the client leaves: the tombstone may already be
+// stored.
+func (s *Session) forget(m *ipc.Forget) {
+	req := hearth.ForgetRequest{IDs: m.IDs, By: hearth.ByOwner, Purge: m.Purge}
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), forgetTimeout)
+		defer cancel()
+		res, err := s.core.Forget(ctx, req)
+		if err != nil {
+			s.refuse(err, m.Ref)
+			return
+		}
+		out := &ipc.Forgotten{IDs: res.Forgotten, By: hearth.ByOwner, Ref: m.Ref, Unknown: res.Unknown}
+		if out.IDs == nil {
+			out.IDs = []string{}
+		}
+		if p := res.Purged; p != nil {
+			out.Purged = &ipc.Purged{Records: p.Records, Shards: p.Shards}
+		}
+		s.reply(out)
+	})
+}
+
 // SearchHit is a memory hit on the wire, its text and provenance bounded.
 func SearchHit(hit memory.Hit) ipc.SearchHit {
 	t := ipc.Turn{ID: hit.ID, Role: hit.Role, TS: hit.TS, Mode: ipc.ModeText}
@@ -300,6 +330,8 @@ func Event(ev hearth.Event) ipc.Msg {
 		return &ipc.Error{Code: e.Code, Message: e.Message, Ref: e.Ref}
 	case *hearth.Notice:
 		return &ipc.Error{Code: e.Code, Message: e.Message}
+	case *hearth.Forgotten:
+		return &ipc.Forgotten{IDs: e.IDs, By: e.By}
 	case *hearth.Reply:
 		m, _ := e.Value.(ipc.Msg)
 		return m

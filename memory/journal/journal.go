@@ -59,6 +59,15 @@ type Record struct {
 	// ResponseID is the provider's stored response an agent turn ended
 	// with (xAI Responses), to continue from after a restart.
 	ResponseID string `json:"response_id,omitempty"`
+
+	// Kind is "" for a turn and KindForget for a tombstone (see forget.go).
+	Kind string `json:"kind,omitempty"`
+	// Forgets are the ids of the records a tombstone forgets.
+	Forgets []string `json:"forgets,omitempty"`
+	// By says who asked for a tombstone ("owner", "agent").
+	By string `json:"by,omitempty"`
+	// Redacted marks a forgotten record whose content a purge removed.
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 // ToolCall is one call an agent turn made. Arguments have secrets redacted.
@@ -114,6 +123,7 @@ type Journal struct {
 	closed     bool
 	failed     error // sticky: set when an fsync failed
 	pending    []*request
+	purges     []*purgeRequest
 	active     string // newest shard name; "" when the journal is empty
 	activeSize int64  // bytes of active known to be durable
 }
@@ -174,7 +184,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		}
 		j.active, j.activeSize = newest, size
 		j.w.newest = newest
-		last, err := j.Tail(1)
+		last, err := j.tail(1, false)
 		if err != nil {
 			return nil, err
 		}
@@ -201,6 +211,9 @@ func Open(dir string, opts Options) (*Journal, error) {
 func (j *Journal) Append(ctx context.Context, rec Record) (Record, error) {
 	if rec.Role == "" {
 		return Record{}, errors.New("journal: append: record has no role")
+	}
+	if err := checkKind(&rec); err != nil {
+		return Record{}, fmt.Errorf("journal: append: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return Record{}, fmt.Errorf("journal: append: %w", err)
@@ -264,11 +277,18 @@ func (j *Journal) run() {
 		j.mu.Lock()
 		batch := j.pending
 		j.pending = nil
+		purges := j.purges
+		j.purges = nil
 		closed := j.closed
 		j.mu.Unlock()
 
 		if len(batch) > 0 {
 			j.commit(batch)
+		}
+		for _, p := range purges {
+			p.done <- j.purge(p.ctx)
+		}
+		if len(batch) > 0 || len(purges) > 0 {
 			continue
 		}
 		if closed {

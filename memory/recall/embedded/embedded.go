@@ -466,6 +466,24 @@ func (ix *Index) Delete(ctx context.Context, ids []string) error {
 	return ix.commitLocked()
 }
 
+// Compact rewrites the file with only live records, whatever garbage it
+// holds: what deleted and replaced documents said leaves the disk (a
+// forgotten turn must not survive in the index file).
+func (ix *Index) Compact(ctx context.Context) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := ix.checkLocked(); err != nil {
+		return err
+	}
+	if err := ix.w.Flush(); err != nil {
+		return fmt.Errorf("embedded: write %s: %w", ix.path, err)
+	}
+	if err := ix.compactLocked(); err != nil {
+		return fmt.Errorf("embedded: compact %s: %w", ix.path, err)
+	}
+	return nil
+}
+
 // Lexical implements recall.Index.
 func (ix *Index) Lexical(ctx context.Context, query string, k int, f recall.Filter) ([]recall.Scored, error) {
 	ix.mu.RLock()
