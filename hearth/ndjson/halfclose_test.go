@@ -33,11 +33,13 @@ func TestHalfCloseAnswersThenCloses(t *testing.T) {
 			want:  []string{"turn", "status:thinking", "token", "done", "status:idle"},
 		},
 		{
-			name: "two messages, then a bad line",
+			// The bad line's error is answered as it is read, before
+			// the turns that follow it are stored.
+			name: "a bad line, then two messages",
 			lines: []string{
+				`not json`,
 				`{"type":"message","content":"one"}`,
 				`{"type":"message","content":"two"}`,
-				`not json`,
 			},
 			want: []string{"error", "turn", "status:thinking", "token", "done", "status:idle", "turn", "status:thinking", "token", "done", "status:idle"},
 		},
@@ -46,7 +48,7 @@ func TestHalfCloseAnswersThenCloses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			model := newScriptModel()
 			th := startHearth(t, "", func(c *testConfig) { c.Model = model })
-			for range tt.lines {
+			for range 2 {
 				model.replies <- chunks("Hi there")
 			}
 			c := dialRaw(t, th.addr)

@@ -104,8 +104,17 @@ func (m *Memory) syncSeen(ctx context.Context, rs *system, reconcile bool) error
 		switch {
 		case !had:
 			// First start with this file: nothing to compare with.
-		case ok && c.PrefixSHA256 == prev.SHA256:
+		case !ok:
+			// A shard begun since the file was written: at a stop, by
+			// this run; at a start, by a run that crashed before it
+			// could record it. Indexing its records again is harmless.
+			if reconcile {
+				redo = append(redo, c.Records...)
+			}
+		case c.PrefixSHA256 == prev.SHA256:
 			// Only appended to: the indexer's cursor covers it.
+		case !reconcile:
+			// Rewritten by this run (a purge): recorded as it is now.
 		default:
 			m.log.Warn("journal shard changed while hearth was stopped: reconciling the index with it", "shard", name)
 			for _, id := range prev.IDs {
@@ -117,7 +126,7 @@ func (m *Memory) syncSeen(ctx context.Context, rs *system, reconcile bool) error
 		}
 	}
 	for name, prev := range old.Shards {
-		if _, ok := now.Shards[name]; !ok {
+		if _, ok := now.Shards[name]; !ok && reconcile {
 			m.log.Warn("journal shard removed while hearth was stopped: its turns leave the index", "shard", name)
 			gone = append(gone, prev.IDs...)
 		}
