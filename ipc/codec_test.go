@@ -75,6 +75,8 @@ var samples = []struct {
 	{ipc.TypeHealth, &ipc.Health{Ref: "h1"}},
 	{ipc.TypeHealthReport, &ipc.HealthReport{Ref: "h1", State: ipc.StateIdle, Clients: 2, Provider: "xai", Model: "grok-4.3",
 		Index: &ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec:wink-sg100d:100000", Indexed: 120, LagMS: 1500, Failures: 2, Failing: "indexing is failing; retrying", Unavailable: true}}},
+	{ipc.TypeHistoryQuery, &ipc.HistoryQuery{Limit: 20, After: "01KAK3J7Y0", Since: ts1, Ref: "h1"}},
+	{ipc.TypeHistoryPage, &ipc.HistoryPage{Ref: "h1", Turns: []ipc.Turn{t1}, More: true}},
 }
 
 // allTypes lists every type constant of protocol v1; a new type must be
@@ -85,7 +87,7 @@ var allTypes = []string{
 	ipc.TypeHistory, ipc.TypeToken, ipc.TypeStatus, ipc.TypeTurn, ipc.TypeDone,
 	ipc.TypeToolCall, ipc.TypeToolResult, ipc.TypeVoiceCredential, ipc.TypeError, ipc.TypePong,
 	ipc.TypeCancel, ipc.TypeConfirmRequest, ipc.TypeConfirm, ipc.TypeSearch, ipc.TypeSearchResults,
-	ipc.TypeHealth, ipc.TypeHealthReport,
+	ipc.TypeHealth, ipc.TypeHealthReport, ipc.TypeHistoryQuery, ipc.TypeHistoryPage,
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {

@@ -34,6 +34,7 @@ const (
 	TypeConfirm      = "confirm"
 	TypeSearch       = "search"
 	TypeHealth       = "health"
+	TypeHistoryQuery = "history_query"
 )
 
 // Message types sent by hearth.
@@ -51,6 +52,7 @@ const (
 	TypeConfirmRequest  = "confirm_request"
 	TypeSearchResults   = "search_results"
 	TypeHealthReport    = "health_report"
+	TypeHistoryPage     = "history_page"
 )
 
 // Msg is any protocol message. Type reports the value of its "type" field.
@@ -421,6 +423,31 @@ type IndexHealth struct {
 	KeywordSearches int `json:"keyword_searches,omitempty"`
 }
 
+// HistoryQuery reads stored turns back beyond the snapshot a connect
+// gets (feature "history_query"): the newest Limit turns (0: all of them)
+// after the turn After ("": from the first) and from Since on. They come
+// oldest first in one HistoryPage, or, when they do not fit one, in the
+// first pages of them: More says there is more of the selection, which
+// the same query with After set to the page's last turn id continues.
+//
+//	{"type":"history_query","limit":20,"ref":"h1"}
+//	{"type":"history_query","since":"2026-11-01T00:00:00Z","after":"01KAK3J7Y0…","ref":"h2"}
+type HistoryQuery struct {
+	Limit int       `json:"limit,omitempty"`
+	After string    `json:"after,omitempty"`
+	Since time.Time `json:"since,omitzero"`
+	Ref   string    `json:"ref,omitempty"`
+}
+
+// HistoryPage answers HistoryQuery: turns oldest first.
+//
+//	{"type":"history_page","ref":"h1","turns":[…],"more":true}
+type HistoryPage struct {
+	Ref   string `json:"ref,omitempty"`
+	Turns []Turn `json:"turns"`
+	More  bool   `json:"more,omitempty"`
+}
+
 // Pong answers Ping.
 //
 //	{"type":"pong","ref":"p1"}
@@ -452,6 +479,8 @@ func (*Search) Type() string          { return TypeSearch }
 func (*SearchResults) Type() string   { return TypeSearchResults }
 func (*Health) Type() string          { return TypeHealth }
 func (*HealthReport) Type() string    { return TypeHealthReport }
+func (*HistoryQuery) Type() string    { return TypeHistoryQuery }
+func (*HistoryPage) Type() string     { return TypeHistoryPage }
 
 // newMsg returns a zero message of the named type, or nil.
 func newMsg(typ string) Msg {
@@ -504,6 +533,10 @@ func newMsg(typ string) Msg {
 		return new(Health)
 	case TypeHealthReport:
 		return new(HealthReport)
+	case TypeHistoryQuery:
+		return new(HistoryQuery)
+	case TypeHistoryPage:
+		return new(HistoryPage)
 	}
 	return nil
 }

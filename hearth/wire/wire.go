@@ -30,6 +30,7 @@ type Core interface {
 	Cancel(ref string) error
 	Confirm(id string, approve bool) error
 	Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
+	History(ctx context.Context, q hearth.HistoryQuery) (hearth.HistoryPage, error)
 	Health() hearth.Health
 	RequestVoice(ctx context.Context) error
 	StopVoice()
@@ -135,6 +136,8 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.refuse(s.core.Confirm(m.ID, m.Approve), "")
 	case *ipc.Search:
 		s.search(m)
+	case *ipc.HistoryQuery:
+		s.history(m)
 	case *ipc.Health:
 		s.reply(s.health(m.Ref))
 	case *ipc.Disconnect:
@@ -209,6 +212,45 @@ func (s *Session) search(m *ipc.Search) {
 		}
 		s.reply(res)
 	})
+}
+
+// history answers a history query off the caller's goroutine (it reads
+// the journal); Close cancels it.
+func (s *Session) history(m *ipc.HistoryQuery) {
+	q := hearth.HistoryQuery{Limit: m.Limit, After: m.After, Since: m.Since}
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, historyTimeout)
+		defer cancel()
+		page, err := s.core.History(ctx, q)
+		if err != nil {
+			s.refuse(err, m.Ref)
+			return
+		}
+		s.reply(HistoryPage(m.Ref, page))
+	})
+}
+
+// historyTimeout bounds reading one page of history from the journal.
+const historyTimeout = 30 * time.Second
+
+// HistoryPage is a page of records on the wire, cut to fit one line: the
+// turns that do not fit are left for the next page (More).
+func HistoryPage(ref string, p hearth.HistoryPage) *ipc.HistoryPage {
+	out := &ipc.HistoryPage{Ref: ref, Turns: make([]ipc.Turn, 0, len(p.Records)), More: p.More}
+	room := ipc.MaxLineBytes - 256 - len(ref)*6
+	for _, r := range p.Records {
+		t := Turn(r)
+		b, err := json.Marshal(t)
+		if err != nil {
+			continue // cannot happen: a Turn always encodes
+		}
+		if room -= len(b) + 1; room < 0 && len(out.Turns) > 0 {
+			out.More = true
+			break
+		}
+		out.Turns = append(out.Turns, t)
+	}
+	return out
 }
 
 // SearchHit is a memory hit on the wire, its text and provenance bounded.
