@@ -80,4 +80,10 @@ func TestLocalTUIAndSend(t *testing.T) {
 	if !strings.Contains(out, "echo: one more thing") {
 		t.Errorf("send printed %q, want the echoed reply", out)
 	}
+
+	// history's query goes through the in-process door too.
+	out, err = mnemoLocal(t, env, root, "history", "-n", "1", "--json")
+	if err != nil || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"content":"echo: one more thing"`) {
+		t.Errorf("mnemo --local history -n 1 --json: %v\n%s\nwant the last turn as one JSON line", err, out)
+	}
 }
