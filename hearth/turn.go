@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -167,7 +169,10 @@ func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref st
 	}()
 
 	obs := &turnObserver{h: h, c: c, ref: ref, model: model, cancel: cancel}
-	res, err := agent.Run(ctx, model, h.cfg.Tools, agent.Config{
+	reporting := retryReporter{Model: model, onRetry: func(r llm.Retry) {
+		h.setState(c, StateThinking, retryDetail(r))
+	}}
+	res, err := agent.Run(ctx, reporting, h.cfg.Tools, agent.Config{
 		MaxIterations: h.cfg.MaxIterations,
 		ToolTimeout:   h.cfg.ToolTimeout,
 		Continue:      cont,
@@ -222,8 +227,8 @@ func modelName(r llm.Response, m Model) string {
 	return m.Model()
 }
 
-// turnError maps a failed turn to its code and fixed, displayable message
-// (seed 000's error taxonomy; never a catch-all).
+// turnError maps a failed turn to its code and displayable message (seed
+// 000's error taxonomy; never a catch-all).
 func turnError(ref string, err error) *Problem {
 	e := &Problem{Code: CodeProviderError, Message: msgProviderError, Ref: ref}
 	var lerr *llm.Error
@@ -236,8 +241,86 @@ func turnError(ref string, err error) *Problem {
 		e.Message = msgIterationLimit
 	case errors.As(err, &lerr) && lerr.ContextOverflow:
 		e.Code, e.Message = CodeContextOverflow, msgContextOverflow
+	case errors.As(err, &lerr):
+		e.Message = providerProblem(lerr)
 	}
 	return e
+}
+
+// providerProblem says what went wrong with the model provider and what
+// to do, from the failure's category: never the provider's text, a body,
+// a URL or a key, which stay in the log.
+func providerProblem(e *llm.Error) string {
+	tried := ""
+	if e.Attempts > 1 {
+		tried = fmt.Sprintf("; tried %d times", e.Attempts)
+	}
+	switch e.Category() {
+	case llm.CategoryTimeout:
+		switch kind, after := e.Timeout(); kind {
+		case llm.TimeoutFirstByte:
+			return fmt.Sprintf("the model provider did not answer within %v%s — try again later, or raise model.first_byte_timeout", after, tried)
+		case llm.TimeoutIdle:
+			return fmt.Sprintf("the model provider stopped answering for %v mid-reply%s — try again later, or raise model.idle_timeout", after, tried)
+		case llm.TimeoutTotal:
+			return fmt.Sprintf("the model provider did not finish the reply within %v (model.timeout)", after)
+		}
+		return "the model provider timed out" + tried + " — try again later"
+	case llm.CategoryRateLimited:
+		if e.RetryAfter > 0 {
+			return fmt.Sprintf("the model provider is rate limiting%s — try again in %s", tried, seconds(e.RetryAfter))
+		}
+		return "the model provider is rate limiting" + tried + " — try again in a minute"
+	case llm.CategoryUnreachable:
+		return fmt.Sprintf("the model provider is unreachable (%s)%s — check %s and the network", e.Unreachable(), tried, llm.BaseURLVariable(e.Provider))
+	case llm.CategoryRejectedKey:
+		return fmt.Sprintf("the model provider rejected the API key (HTTP %d) — set %s to a valid key", e.Status, llm.KeyVariable(e.Provider))
+	case llm.CategoryOverloaded:
+		if e.Status != 0 {
+			return fmt.Sprintf("the model provider is overloaded or failing (HTTP %d%s) — try again later", e.Status, tried)
+		}
+		return "the model provider is overloaded or failing" + tried + " — try again later"
+	case llm.CategoryBadRequest:
+		return fmt.Sprintf("the model provider refused the request (HTTP %d); details are in hearth's log", e.Status)
+	}
+	if tried != "" {
+		return msgProviderError + " (" + tried[2:] + ")"
+	}
+	return msgProviderError
+}
+
+// retryDetail is the state detail while a failed model call waits to be
+// tried again, e.g. "provider not responding, retry 2/3 in 4 s".
+func retryDetail(r llm.Retry) string {
+	what := "provider failed"
+	switch r.Category {
+	case llm.CategoryTimeout:
+		what = "provider not responding"
+	case llm.CategoryRateLimited:
+		what = "provider rate limiting"
+	case llm.CategoryOverloaded:
+		what = "provider overloaded"
+	case llm.CategoryUnreachable:
+		what = "provider unreachable"
+	}
+	return fmt.Sprintf("%s, retry %d/%d in %s", what, r.Attempt+1, r.MaxAttempts, seconds(r.Wait))
+}
+
+// seconds shows d in whole seconds, rounded up: "4 s".
+func seconds(d time.Duration) string {
+	return fmt.Sprintf("%d s", int64(math.Ceil(d.Seconds())))
+}
+
+// retryReporter hands every model call of a turn onRetry, to tell every
+// client that the call is being retried.
+type retryReporter struct {
+	Model
+	onRetry func(llm.Retry)
+}
+
+func (r retryReporter) Stream(ctx context.Context, req llm.Request, onText func(string)) (llm.Response, error) {
+	req.OnRetry = r.onRetry
+	return r.Model.Stream(ctx, req, onText)
 }
 
 // turnObserver carries the agent loop's events to the journal and to every
@@ -280,7 +363,7 @@ func (o *turnObserver) ToolStart(c agent.Call) {
 	h := o.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	o.c.state = StateTool
+	o.c.state, o.c.detail = StateTool, c.Name
 	h.publishLocked(&StateChanged{State: StateTool, Detail: c.Name})
 	h.publishLocked(&ToolStarted{ID: c.ID, Name: c.Name, Args: tools.Redact(c.Args), Reason: c.Reason})
 }
@@ -300,7 +383,7 @@ func (o *turnObserver) ToolDone(ctx context.Context, c agent.Call, out agent.Out
 	}
 	rec := journal.Record{Role: memory.RoleTool, Text: out.Result.Text, Mode: memory.ModeText, Tool: tr}
 	_, err := o.h.commit(context.WithoutCancel(ctx), o.c, rec, func(r journal.Record) Event {
-		o.c.state = StateThinking // under the lock commit holds
+		o.c.state, o.c.detail = StateThinking, "" // under the lock commit holds
 		return &ToolOutcome{Record: r}
 	}, then...)
 	return err
@@ -341,6 +424,11 @@ func (h *Hearth) streamToken(c *conversation, s string) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if c.detail != "" && c.state == StateThinking {
+		// The reply is coming after all: the retry it waited on is over.
+		c.detail = ""
+		h.publishLocked(&StateChanged{State: StateThinking})
+	}
 	c.pending.WriteString(s)
 	h.publishLocked(&Token{Text: s})
 }

@@ -77,6 +77,8 @@ var samples = []struct {
 		Index: &ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec:wink-sg100d:100000", Indexed: 120, LagMS: 1500, Failures: 2, Failing: "indexing is failing; retrying", Unavailable: true}}},
 	{ipc.TypeHistoryQuery, &ipc.HistoryQuery{Limit: 20, After: "01KAK3J7Y0", Since: ts1, Ref: "h1"}},
 	{ipc.TypeHistoryPage, &ipc.HistoryPage{Ref: "h1", Turns: []ipc.Turn{t1}, More: true}},
+	{ipc.TypeForget, &ipc.Forget{IDs: []string{"01KAK3J7Y0Q2V5S8WZ3C9D4E6F#2"}, Purge: true, Ref: "f1"}},
+	{ipc.TypeForgotten, &ipc.Forgotten{IDs: []string{"01KAK3J7Y0Q2V5S8WZ3C9D4E6F"}, By: "owner", Ref: "f1", Unknown: []string{"x"}, Purged: &ipc.Purged{Records: 1, Shards: 1}}},
 }
 
 // allTypes lists every type constant of protocol v1; a new type must be
@@ -88,6 +90,7 @@ var allTypes = []string{
 	ipc.TypeToolCall, ipc.TypeToolResult, ipc.TypeVoiceCredential, ipc.TypeError, ipc.TypePong,
 	ipc.TypeCancel, ipc.TypeConfirmRequest, ipc.TypeConfirm, ipc.TypeSearch, ipc.TypeSearchResults,
 	ipc.TypeHealth, ipc.TypeHealthReport, ipc.TypeHistoryQuery, ipc.TypeHistoryPage,
+	ipc.TypeForget, ipc.TypeForgotten,
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {

@@ -35,6 +35,7 @@ const (
 	TypeSearch       = "search"
 	TypeHealth       = "health"
 	TypeHistoryQuery = "history_query"
+	TypeForget       = "forget"
 )
 
 // Message types sent by hearth.
@@ -53,6 +54,7 @@ const (
 	TypeSearchResults   = "search_results"
 	TypeHealthReport    = "health_report"
 	TypeHistoryPage     = "history_page"
+	TypeForgotten       = "forgotten"
 )
 
 // Msg is any protocol message. Type reports the value of its "type" field.
@@ -191,6 +193,9 @@ type History struct {
 	Protocol       int    `json:"protocol"`
 	ConversationID string `json:"conversation_id"`
 	State          string `json:"state,omitempty"`
+	// Detail is the last Status detail of State, such as a model call
+	// being retried, for a client that connects meanwhile.
+	Detail string `json:"detail,omitempty"`
 	// Pending is the part of a reply that has streamed so far when the
 	// client connects mid-turn; the rest follows as Token messages.
 	Pending  string `json:"pending,omitempty"`
@@ -448,6 +453,43 @@ type HistoryPage struct {
 	More  bool   `json:"more,omitempty"`
 }
 
+// Forget asks hearth to forget turns, named by their ids or by the ids of
+// search hits ("<id>#<n>" names the record it is part of). They leave the
+// conversation, every client's view and every index; the journal keeps a
+// tombstone. Purge also removes their text (and that of every turn
+// forgotten before) from the journal on disk: the owner's confirmed
+// decision, not undoable. Answered by Forgotten with Ref, after every
+// client was sent Forgotten without it.
+//
+//	{"type":"forget","ids":["01KAK3J7Y0Q2V5S8WZ3C9D4E6F"],"ref":"f1"}
+//	{"type":"forget","ids":["01KAK3J7Y0Q2V5S8WZ3C9D4E6F#2"],"purge":true,"ref":"f2"}
+type Forget struct {
+	IDs   []string `json:"ids"`
+	Purge bool     `json:"purge,omitempty"`
+	Ref   string   `json:"ref,omitempty"`
+}
+
+// Forgotten says turns were forgotten: a client drops them from its view.
+// Every client gets it without Ref; the client that asked gets it again
+// with its Ref, Unknown (ids that named no turn, or one forgotten already)
+// and, after a purge, Purged.
+//
+//	{"type":"forgotten","ids":["01KAK3J7Y0Q2V5S8WZ3C9D4E6F"],"by":"owner"}
+//	{"type":"forgotten","ids":["01KAK3J7Y0Q2V5S8WZ3C9D4E6F"],"by":"owner","ref":"f1"}
+type Forgotten struct {
+	IDs     []string `json:"ids"`
+	By      string   `json:"by,omitempty"` // "owner", or "agent" when the forget tool asked
+	Ref     string   `json:"ref,omitempty"`
+	Unknown []string `json:"unknown,omitempty"`
+	Purged  *Purged  `json:"purged,omitempty"`
+}
+
+// Purged says what a purge removed from the journal on disk.
+type Purged struct {
+	Records int `json:"records"`
+	Shards  int `json:"shards"`
+}
+
 // Pong answers Ping.
 //
 //	{"type":"pong","ref":"p1"}
@@ -481,6 +523,8 @@ func (*Health) Type() string          { return TypeHealth }
 func (*HealthReport) Type() string    { return TypeHealthReport }
 func (*HistoryQuery) Type() string    { return TypeHistoryQuery }
 func (*HistoryPage) Type() string     { return TypeHistoryPage }
+func (*Forget) Type() string          { return TypeForget }
+func (*Forgotten) Type() string       { return TypeForgotten }
 
 // newMsg returns a zero message of the named type, or nil.
 func newMsg(typ string) Msg {
@@ -537,6 +581,10 @@ func newMsg(typ string) Msg {
 		return new(HistoryQuery)
 	case TypeHistoryPage:
 		return new(HistoryPage)
+	case TypeForget:
+		return new(Forget)
+	case TypeForgotten:
+		return new(Forgotten)
 	}
 	return nil
 }

@@ -15,11 +15,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 const (
@@ -47,6 +51,10 @@ type Root struct {
 // index/ and the lock file (see LockRoot), and makes sure dir is a git repository with at least one commit.
 // defaults may be nil. When version history cannot be established, Open
 // returns an error that says so, and the caller must not run without it.
+//
+// What Open creates is private to the owner whatever the umask: directories
+// 0700, files 0600, git objects 0400. It changes the mode of nothing that
+// exists; when dir itself lets others in, it logs one warning with the fix.
 func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*Root, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -62,6 +70,7 @@ func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*R
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return nil, fmt.Errorf("memory root %s: %w", dir, err)
 	}
+	warnIfShared(dir, log)
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("memory root %s: %w", dir, err)
@@ -89,8 +98,38 @@ func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*R
 	return &Root{dir: dir}, nil
 }
 
+// warnIfShared warns when the root itself lets its group or others in:
+// everything hearth creates inside is private to the owner (directories
+// 0700, files 0600), but files the owner put there, or that an older hearth
+// created, may not be, and the root's mode is the owner's to change.
+func warnIfShared(dir string, log *slog.Logger) {
+	st, err := os.Stat(dir)
+	if err != nil || st.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	log.Warn("memory root is open to other users: it holds your conversations",
+		"dir", dir, "mode", fmt.Sprintf("%#o", st.Mode().Perm()), "fix", "chmod 700 "+shellQuote(dir))
+}
+
+// shellQuote quotes path for a shell when it needs it, so that the fix a
+// warning gives can be pasted as it is.
+func shellQuote(path string) string {
+	plain := func(r rune) bool {
+		return r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%,=", r))
+	}
+	if path != "" && !strings.ContainsFunc(path, func(r rune) bool { return !plain(r) }) {
+		return path
+	}
+	return "'" + strings.ReplaceAll(path, "'", `'\''`) + "'"
+}
+
 // Dir returns the absolute path of the root.
 func (r *Root) Dir() string { return r.dir }
+
+// IndexDir returns index/, which holds what derives from the memory (the
+// recall index, what the journal has reported): git ignores it, and losing
+// it loses nothing that cannot be rebuilt.
+func (r *Root) IndexDir() string { return filepath.Join(r.dir, indexDir) }
 
 // ThreadsDir returns the directory that holds the conversation journal.
 func (r *Root) ThreadsDir() string { return filepath.Join(r.dir, threadsDir) }
@@ -257,14 +296,14 @@ func writeNew(root *os.Root, name string, data []byte) error {
 // ensureHistory makes sure dir is a git repository whose HEAD points at a
 // readable commit, creating the repository and its first commit if needed.
 func ensureHistory(dir string, log *slog.Logger) error {
-	repo, err := git.PlainOpen(dir)
+	repo, err := openRepo(dir)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
-		// PlainOpen also reports a missing repository when .git is a
-		// regular file that is not a valid gitdir link; never init over it.
+		// Also reported when .git is a regular file that is not a valid
+		// gitdir link, or a directory without a HEAD: never init over it.
 		if _, serr := os.Lstat(filepath.Join(dir, git.GitDirName)); !errors.Is(serr, fs.ErrNotExist) {
 			return fmt.Errorf("%s exists but is not a git repository: %w", git.GitDirName, err)
 		}
-		repo, err = git.PlainInit(dir, false)
+		repo, err = initRepo(dir)
 		if err != nil {
 			return fmt.Errorf("init: %w", err)
 		}
@@ -284,6 +323,46 @@ func ensureHistory(dir string, log *slog.Logger) error {
 		return fmt.Errorf("read HEAD commit %s: %w", head.Hash(), err)
 	}
 	return nil
+}
+
+// openRepo opens the repository of the worktree dir. When .git is a
+// directory, go-git writes through privateFS, so that what a commit adds
+// to it is private to the owner; a gitdir link (.git a file naming a
+// repository elsewhere) is left to go-git's own handling.
+func openRepo(dir string) (*git.Repository, error) {
+	st, err := os.Lstat(filepath.Join(dir, git.GitDirName))
+	if err != nil || !st.IsDir() {
+		return git.PlainOpen(dir)
+	}
+	wt := newPrivateFS(dir)
+	dot, err := wt.Chroot(git.GitDirName)
+	if err != nil {
+		return nil, err
+	}
+	return git.Open(filesystem.NewStorage(dot, cache.NewObjectLRUDefault()), wt)
+}
+
+// initRepo is git.PlainInit(dir, false) with the repository's directories
+// 0700 and files 0600 (objects 0400), whatever the umask.
+func initRepo(dir string) (*git.Repository, error) {
+	wt := newPrivateFS(dir)
+	dot, err := wt.Chroot(git.GitDirName)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := git.Init(filesystem.NewStorage(dot, cache.NewObjectLRUDefault()), wt)
+	if err != nil {
+		return nil, err
+	}
+	// As PlainInit: the configuration is written out in full.
+	cfg, err := repo.Config()
+	if err != nil {
+		return nil, err
+	}
+	if err := repo.Storer.SetConfig(cfg); err != nil {
+		return nil, err
+	}
+	return repo, nil
 }
 
 func initialCommit(repo *git.Repository, log *slog.Logger) error {

@@ -284,6 +284,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case *ipc.Error:
 		m.onError(msg)
+	case *ipc.Forgotten:
+		m.onForgotten(msg)
 	case *ipc.Pong:
 	case *ipc.VoiceCredential:
 		m.log.Info("voice credential ignored: voice is not in this client yet")
@@ -798,7 +800,7 @@ func (m *Model) onConnected(h *ipc.History) {
 
 	// The reply in flight: replace it from the snapshot.
 	m.endStream()
-	m.agent = orDefault(h.State, ipc.StateIdle)
+	m.agent, m.detail = orDefault(h.State, ipc.StateIdle), h.Detail
 	if h.Pending != "" || m.agent != ipc.StateIdle {
 		m.startStream(h.Pending)
 	}

@@ -138,7 +138,12 @@ func (m *Model) statusView(rc *renderCtx) string {
 	if m.conn.state == ipc.StateConnected {
 		switch m.agent {
 		case ipc.StateThinking:
-			left += "  " + m.st.statusText.Render(rc.spin+" thinking")
+			// The detail says why the wait is long: a retry of the model call.
+			thinking := rc.spin + " thinking"
+			if rc.detail != "" {
+				thinking += " · " + rc.detail
+			}
+			left += "  " + m.st.statusText.Render(thinking)
 		case ipc.StateTool:
 			left += "  " + m.st.statusText.Render(rc.spin+" "+orDefault(rc.detail, "running a tool"))
 		}

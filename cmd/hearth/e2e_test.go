@@ -218,6 +218,9 @@ func TestProviderDown(t *testing.T) {
 	if herr == nil || herr.Code != ipc.CodeProviderError || herr.Ref != "x" {
 		t.Fatalf("got %+v, want provider_error", herr)
 	}
+	if want := "the model provider is unreachable (connection refused); tried 3 times — check OPENAI_BASE_URL"; !strings.HasPrefix(herr.Message, want) {
+		t.Errorf("error message %q, want it to start %q", herr.Message, want)
+	}
 	for _, leak := range []string{"sk-secret-value", ln.Addr().String(), "/v1"} {
 		if strings.Contains(herr.Message, leak) {
 			t.Errorf("error message %q leaks %q", herr.Message, leak)

@@ -95,3 +95,28 @@ func TestConfigCommand(t *testing.T) {
 		t.Errorf("an invalid flag: %v\n%s\nwant the problem named with its source", err, out)
 	}
 }
+
+// `hearth stop` stops the hearth on its root, gracefully, and no other.
+func TestStopCommand(t *testing.T) {
+	model := llmtest.NewOpenAI(t, "sk-test")
+	root := filepath.Join(t.TempDir(), "root")
+	other := startDaemon(t, filepath.Join(t.TempDir(), "other"), openaiEnv(model))
+	d := startDaemon(t, root, openaiEnv(model))
+
+	out, err := runHearth(t, t.TempDir(), "-root", root, "stop")
+	if err != nil || !strings.Contains(out, "hearth stopped") {
+		t.Fatalf("hearth stop: %v\n%s", err, out)
+	}
+	if err := d.Exited(t, 30*time.Second); err != nil {
+		t.Errorf("hearth exit after stop: %v (a graceful stop exits 0)\n%s", err, d.Log())
+	}
+	if !strings.Contains(d.Log(), "shutting down") {
+		t.Errorf("hearth did not shut down in order:\n%s", d.Log())
+	}
+	mustDial(t, other.Addr).Close() // the other root's hearth still serves
+
+	out, err = runHearth(t, t.TempDir(), "-root", root, "stop")
+	if err != nil || !strings.Contains(out, "no hearth is running on "+root) {
+		t.Errorf("stop with nothing running: %v\n%s", err, out)
+	}
+}

@@ -11,15 +11,19 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/mnemo/mnemo/hearth/config"
 	"github.com/mnemo/mnemo/hearth/daemon"
+	"github.com/mnemo/mnemo/internal/buildinfo"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is set at build time with -ldflags "-X main.version=…"; main
+// falls back on the commit the toolchain recorded.
 var version = "dev"
 
 func main() {
+	version = buildinfo.Version(version)
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "hearth:", err)
 		os.Exit(1)
@@ -29,6 +33,7 @@ func main() {
 const usage = `usage: hearth [flags]          serve
        hearth [flags] config   print the effective configuration and where each value came from
        hearth [flags] reindex  rebuild the recall index from the journal (stop hearth first)
+       hearth [flags] stop     stop the hearth serving this memory root, and wait until it has
 
 Configuration comes from, in rising precedence: defaults, the file
 $XDG_CONFIG_HOME/mnemo/hearth.toml (or -config), the environment, and
@@ -46,7 +51,7 @@ func run() error {
 	flag.Parse()
 	cmd := ""
 	switch {
-	case flag.NArg() == 1 && (flag.Arg(0) == "reindex" || flag.Arg(0) == "config"):
+	case flag.NArg() == 1 && (flag.Arg(0) == "reindex" || flag.Arg(0) == "config" || flag.Arg(0) == "stop"):
 		cmd = flag.Arg(0)
 	case flag.NArg() > 0:
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -62,6 +67,10 @@ func run() error {
 	}
 	if err != nil {
 		return err
+	}
+	if cmd == "stop" {
+		// hearth gives a reply in flight 10s to finish, then stores it.
+		return stopHearth(context.Background(), cfg.Root.Value, 30*time.Second, os.Stdout)
 	}
 	rt := daemon.Runtime{
 		Version: version,

@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/mnemo/mnemo/internal/buildinfo"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/tui"
 )
@@ -49,6 +50,8 @@ commands:
                   --all every turn, --since T those from T on (2h, 3d,
                   2026-11-01, or RFC 3339), --json one turn per line as
                   JSON, the wire's turn object
+  search QUERY    search memory; each hit shows the id mnemo forget takes
+  forget ID...    forget turns for good (--purge: erase their text from disk)
   status          hearth's health: agent state, model, recall index progress
   ping [-wait D]  check that hearth answers, waiting up to D
 
@@ -80,6 +83,7 @@ const (
 )
 
 func main() {
+	version = buildinfo.Version(version)
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "mnemo:", err)
 		os.Exit(exitCode(err))
@@ -98,11 +102,18 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 func exitCode(err error) int {
 	var ue usageError
 	var unreachable *tui.UnreachableError
+	var netErr *net.OpError
+	var refused *ipc.Error
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.As(err, &unreachable), errors.Is(err, ipc.ErrNoToken):
+	case errors.As(err, &unreachable), errors.Is(err, ipc.ErrNoToken), errors.As(err, &netErr):
 		return exitUnreachable
+	case errors.As(err, &refused):
+		switch refused.Code {
+		case ipc.CodeUnauthorized, ipc.CodeProtocol, ipc.CodeHandshake, ipc.CodeTooManyClients:
+			return exitUnreachable // commands that dial by themselves (forget, search)
+		}
 	}
 	return exitFailed
 }
@@ -156,7 +167,7 @@ func run() error {
 	case "help":
 		fmt.Print(usage)
 		return nil
-	case "tui", "chat", "status", "history", "ping":
+	case "tui", "chat", "status", "history", "ping", "forget", "search":
 	case "send":
 		if strings.TrimSpace(strings.Join(args, " ")) == "" {
 			return usagef(`send needs the text: mnemo send "hello"`)
@@ -193,6 +204,10 @@ func run() error {
 		return tui.Status(ctx, o, os.Stdout)
 	case "history":
 		return tui.History(ctx, o, hq, os.Stdout)
+	case "forget": // forget.go
+		return forget(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
+	case "search":
+		return search(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	default:
 		return usagef("unknown command %q (mnemo help lists the commands)", cmd)
 	}

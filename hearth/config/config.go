@@ -42,9 +42,14 @@ type Config struct {
 // each means, and Config.ModelSettings for the owner's preference over
 // them.
 type ModelConfig struct {
-	Provider Setting[string] // "", "xai", "anthropic" or "openai" (lower case); "": by the keys set
-	Name     Setting[string] // the model; "": the provider's default
-	Timeout  Setting[time.Duration]
+	Provider Setting[string]        // "", "xai", "anthropic" or "openai" (lower case); "": by the keys set
+	Name     Setting[string]        // the model; "": the provider's default
+	Timeout  Setting[time.Duration] // bound on one model call; never retried
+	// FirstByteTimeout bounds the wait for the first byte of a reply,
+	// IdleTimeout a silence inside it; both are retried, and at most
+	// Timeout.
+	FirstByteTimeout Setting[time.Duration]
+	IdleTimeout      Setting[time.Duration]
 
 	XAIKey         Setting[Secret]
 	XAIBaseURL     Setting[string]   // "": llm.DefaultXAIBaseURL
@@ -168,6 +173,8 @@ func (c *Config) ModelSettings(p Preferences) llm.Settings {
 		Provider:         m.Provider.Value,
 		Model:            m.Name.Value,
 		Timeout:          m.Timeout.Value,
+		FirstByteTimeout: m.FirstByteTimeout.Value,
+		IdleTimeout:      m.IdleTimeout.Value,
 		XAIKey:           m.XAIKey.Value.Reveal(),
 		XAIBaseURL:       m.XAIBaseURL.Value,
 		XAIAPI:           m.XAIAPI.Value,

@@ -46,7 +46,9 @@
 //	[model]
 //	provider = "xai"                  # MNEMO_PROVIDER: xai, anthropic or openai; left out: by the keys set
 //	name = "grok-4.3"                 # MNEMO_MODEL; left out: the provider's default
-//	timeout = "5m"                    # MNEMO_MODEL_TIMEOUT: per model call
+//	timeout = "5m"                    # MNEMO_MODEL_TIMEOUT: per model call, never retried
+//	first_byte_timeout = "1m"         # MNEMO_MODEL_FIRST_BYTE_TIMEOUT: no reply yet; retried
+//	idle_timeout = "1m"               # MNEMO_MODEL_IDLE_TIMEOUT: the reply went silent; retried
 //	xai_base_url = "https://api.x.ai/v1"             # XAI_BASE_URL
 //	xai_api = "responses"                            # MNEMO_XAI_API: responses or chat
 //	xai_server_tools = ["web_search", "x_search"]    # MNEMO_XAI_SERVER_TOOLS (responses only)
@@ -72,7 +74,8 @@
 // 2m; max_iterations 0; context_budget 24000; log_level info; model
 // provider chosen by the keys set (XAI_API_KEY, else ANTHROPIC_API_KEY,
 // else OPENAI_API_KEY or OPENAI_BASE_URL), its default model and base URL,
-// timeout 5m, xai_api responses; recall embedder auto (the word vectors at
+// timeout 5m, first_byte_timeout and idle_timeout 1m (each at most
+// timeout), xai_api responses; recall embedder auto (the word vectors at
 // $XDG_CACHE_HOME/mnemo/wink-sg100-100k.bin when they exist, else lexical
 // only), the embedded index. For the openai and ollama embedders,
 // embed_base_url defaults to model.openai_base_url, then

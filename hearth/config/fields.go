@@ -56,6 +56,8 @@ var fields = []field{
 	{key: "model.provider", env: "MNEMO_PROVIDER", unset: "(auto: by the keys set)", value: func(c *Config) value { return text(&c.Model.Provider, true) }},
 	{key: "model.name", env: "MNEMO_MODEL", unset: "(the provider's default)", value: func(c *Config) value { return text(&c.Model.Name, false) }},
 	{key: "model.timeout", env: "MNEMO_MODEL_TIMEOUT", value: func(c *Config) value { return duration(&c.Model.Timeout) }},
+	{key: "model.first_byte_timeout", env: "MNEMO_MODEL_FIRST_BYTE_TIMEOUT", value: func(c *Config) value { return duration(&c.Model.FirstByteTimeout) }},
+	{key: "model.idle_timeout", env: "MNEMO_MODEL_IDLE_TIMEOUT", value: func(c *Config) value { return duration(&c.Model.IdleTimeout) }},
 	{key: "model.xai_api_key", env: "XAI_API_KEY", secret: true, value: func(c *Config) value { return secret(&c.Model.XAIKey) }},
 	{key: "model.xai_base_url", env: "XAI_BASE_URL", unset: "(default: " + llm.DefaultXAIBaseURL + ")", value: func(c *Config) value { return baseURL(&c.Model.XAIBaseURL) }},
 	{key: "model.xai_api", env: "MNEMO_XAI_API", value: func(c *Config) value { return text(&c.Model.XAIAPI, true) }},

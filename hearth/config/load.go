@@ -131,6 +131,8 @@ func (l *loader) defaults() *Config {
 			Provider:         str("model.provider", ""),
 			Name:             str("model.name", ""),
 			Timeout:          Setting[time.Duration]{llm.DefaultTimeout, def("model.timeout")},
+			FirstByteTimeout: Setting[time.Duration]{llm.DefaultFirstByteTimeout, def("model.first_byte_timeout")},
+			IdleTimeout:      Setting[time.Duration]{llm.DefaultIdleTimeout, def("model.idle_timeout")},
 			XAIKey:           Setting[Secret]{Source: def("model.xai_api_key")},
 			XAIBaseURL:       str("model.xai_base_url", ""),
 			XAIAPI:           str("model.xai_api", llm.APIResponses),

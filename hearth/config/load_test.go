@@ -90,6 +90,8 @@ func TestLoadDefaults(t *testing.T) {
 			Provider:         str("model.provider", ""),
 			Name:             str("model.name", ""),
 			Timeout:          Setting[time.Duration]{5 * time.Minute, def("model.timeout")},
+			FirstByteTimeout: Setting[time.Duration]{time.Minute, def("model.first_byte_timeout")},
+			IdleTimeout:      Setting[time.Duration]{time.Minute, def("model.idle_timeout")},
 			XAIKey:           Setting[Secret]{Source: def("model.xai_api_key")},
 			XAIBaseURL:       str("model.xai_base_url", ""),
 			XAIAPI:           str("model.xai_api", "responses"),
@@ -114,7 +116,7 @@ func TestLoadDefaults(t *testing.T) {
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Load() (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(llm.Settings{Timeout: llm.DefaultTimeout, XAIAPI: "responses"}, c.ModelSettings(Preferences{})); diff != "" {
+	if diff := cmp.Diff(llm.Settings{Timeout: llm.DefaultTimeout, FirstByteTimeout: llm.DefaultFirstByteTimeout, IdleTimeout: llm.DefaultIdleTimeout, XAIAPI: "responses"}, c.ModelSettings(Preferences{})); diff != "" {
 		t.Errorf("ModelSettings() (-want +got):\n%s", diff)
 	}
 }
@@ -279,6 +281,17 @@ func TestLoadErrors(t *testing.T) {
 				`-tool-timeout -1s (flag): must be positive`,
 				`-max-iterations -1 (flag): must not be negative (0: no bound)`,
 				`-context-budget 10 (flag): must be between 1000 and 2000000`,
+			},
+		},
+		{
+			name: "model watchdog timeouts",
+			fx: fixture{
+				file: "[model]\ntimeout = \"30s\"\nfirst_byte_timeout = \"45s\"\n",
+				env:  map[string]string{"MNEMO_MODEL_IDLE_TIMEOUT": "0s"},
+			},
+			want: []string{
+				`MNEMO_MODEL_IDLE_TIMEOUT 0s (env): must be positive`,
+				`model.first_byte_timeout 45s (file $DIR/mnemo/hearth.toml:3): must not exceed model.timeout 30s (file $DIR/mnemo/hearth.toml)`,
 			},
 		},
 		{
@@ -539,8 +552,8 @@ func TestDerivedEmbedDefaults(t *testing.T) {
 // the configuration's, and the result resolves as the environment would.
 func TestModelSettings(t *testing.T) {
 	c, err, _ := fixture{
-		file: "[model]\nprovider = \"xai\"\ntimeout = \"90s\"\nxai_server_tools = [\"x_search\"]\n",
-		env:  map[string]string{"XAI_API_KEY": "xk", "ANTHROPIC_API_KEY": "ak", "MNEMO_MODEL": "grok-4.5"},
+		file: "[model]\nprovider = \"xai\"\ntimeout = \"90s\"\nfirst_byte_timeout = \"20s\"\nxai_server_tools = [\"x_search\"]\n",
+		env:  map[string]string{"XAI_API_KEY": "xk", "ANTHROPIC_API_KEY": "ak", "MNEMO_MODEL": "grok-4.5", "MNEMO_MODEL_IDLE_TIMEOUT": "30s"},
 	}.load(t)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -550,9 +563,9 @@ func TestModelSettings(t *testing.T) {
 		prefs Preferences
 		want  llm.Config
 	}{
-		{"configured", Preferences{}, llm.Config{Provider: "xai", Model: "grok-4.5", BaseURL: llm.DefaultXAIBaseURL, APIKey: "xk", Timeout: 90 * time.Second, API: "responses", ServerTools: []string{"x_search"}}},
-		{"another model", Preferences{Model: "grok-5"}, llm.Config{Provider: "xai", Model: "grok-5", BaseURL: llm.DefaultXAIBaseURL, APIKey: "xk", Timeout: 90 * time.Second, API: "responses", ServerTools: []string{"x_search"}}},
-		{"another provider", Preferences{Provider: "anthropic", Model: "claude-x"}, llm.Config{Provider: "anthropic", Model: "claude-x", BaseURL: llm.DefaultAnthropicBaseURL, APIKey: "ak", Timeout: 90 * time.Second}},
+		{"configured", Preferences{}, llm.Config{Provider: "xai", Model: "grok-4.5", BaseURL: llm.DefaultXAIBaseURL, APIKey: "xk", Timeout: 90 * time.Second, FirstByteTimeout: 20 * time.Second, IdleTimeout: 30 * time.Second, API: "responses", ServerTools: []string{"x_search"}}},
+		{"another model", Preferences{Model: "grok-5"}, llm.Config{Provider: "xai", Model: "grok-5", BaseURL: llm.DefaultXAIBaseURL, APIKey: "xk", Timeout: 90 * time.Second, FirstByteTimeout: 20 * time.Second, IdleTimeout: 30 * time.Second, API: "responses", ServerTools: []string{"x_search"}}},
+		{"another provider", Preferences{Provider: "anthropic", Model: "claude-x"}, llm.Config{Provider: "anthropic", Model: "claude-x", BaseURL: llm.DefaultAnthropicBaseURL, APIKey: "ak", Timeout: 90 * time.Second, FirstByteTimeout: 20 * time.Second, IdleTimeout: 30 * time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,9 +51,14 @@ func (l *loader) validate(c *Config) []error {
 	if c.HistoryTurns.Value < 1 {
 		bad(c.HistoryTurns.Source, c.HistoryTurns.Value, "must be at least 1")
 	}
-	for _, d := range []Setting[time.Duration]{c.ToolTimeout, c.ConfirmTimeout, c.Model.Timeout} {
+	for _, d := range []Setting[time.Duration]{c.ToolTimeout, c.ConfirmTimeout, c.Model.Timeout, c.Model.FirstByteTimeout, c.Model.IdleTimeout} {
 		if d.Value <= 0 {
 			bad(d.Source, d.Value, "must be positive")
+		}
+	}
+	for _, d := range []Setting[time.Duration]{c.Model.FirstByteTimeout, c.Model.IdleTimeout} {
+		if total := c.Model.Timeout; d.Value > total.Value && total.Value > 0 {
+			bad(d.Source, d.Value, "must not exceed model.timeout %v (%s)", total.Value, total.Source)
 		}
 	}
 	if c.MaxIterations.Value < 0 {
@@ -99,7 +104,7 @@ func validateModel(c *Config) []error {
 	if len(m.XAIServerTools.Value) > 0 && m.XAIAPI.Value == llm.APIChat {
 		bad(m.XAIServerTools.Source, strings.Join(m.XAIServerTools.Value, ","), "server tools need the Responses API, but model.xai_api is %q (%s)", m.XAIAPI.Value, m.XAIAPI.Source)
 	}
-	if len(errs) > 0 || m.Timeout.Value <= 0 {
+	if len(errs) > 0 || m.Timeout.Value <= 0 || m.FirstByteTimeout.Value <= 0 || m.IdleTimeout.Value <= 0 {
 		return errs
 	}
 	if _, err := c.ModelSettings(Preferences{}).Resolve(); err != nil && !errors.Is(err, llm.ErrNoProvider) {

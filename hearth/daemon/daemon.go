@@ -158,15 +158,17 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		return nil, err
 	}
 	root := s.root
-	j, err := journal.Open(root.ThreadsDir(), journal.Options{Log: log})
+	j, err := journal.Open(root.ThreadsDir(), journalOptions(root, log))
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
 	s.journal = j
 
 	prefs := newPreferences(cfg, root.Dir(), log)
+	// No provider is a choice (history only) until a turn needs a model:
+	// that turn warns, and its client is told what to set.
 	if _, err := prefs.Resolve(); errors.Is(err, llm.ErrNoProvider) {
-		log.Warn("no model provider configured: hearth serves history but cannot answer", "hint", err.Error())
+		log.Info("no model provider configured: hearth serves history but cannot answer yet", "hint", err.Error())
 	} else if err != nil {
 		log.Warn("the model provider is not usable yet: hearth serves history and says what to fix", "err", err)
 	}
@@ -191,6 +193,10 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 			tools.MemorySearch(mem.Search),
 			tools.CacheStore(func(ctx context.Context, label, content string) (string, error) {
 				return core.Keep(ctx, label, content)
+			}),
+			tools.Forget(func(ctx context.Context, ids []string, purge bool) ([]string, []string, error) {
+				res, err := core.Forget(ctx, hearth.ForgetRequest{IDs: ids, By: hearth.ByAgent, Purge: purge})
+				return res.Forgotten, res.Unknown, err
 			}),
 			tools.History(func(n int) ([]memory.Hit, error) {
 				recs, err := j.Tail(n)
@@ -358,12 +364,18 @@ func Reindex(ctx context.Context, cfg *config.Config, rt Runtime, w io.Writer) e
 	if err != nil {
 		return err
 	}
-	j, err := journal.Open(root.ThreadsDir(), journal.Options{Log: rt.Log})
+	j, err := journal.Open(root.ThreadsDir(), journalOptions(root, rt.Log))
 	if err != nil {
 		return fmt.Errorf("open journal: %w", err)
 	}
 	defer j.Close()
 	return recollect.Reindex(ctx, recollect.Options{Root: root.Dir(), Journal: j, Session: hearth.MainConversation, Settings: recallSettings(cfg), Log: rt.Log}, w)
+}
+
+// journalOptions opens the journal so that damage it has warned of once
+// (a torn or corrupt line) is a debug line at later starts.
+func journalOptions(root *memory.Root, log *slog.Logger) journal.Options {
+	return journal.Options{Log: log, Reported: filepath.Join(root.IndexDir(), "journal-reported")}
 }
 
 // recallSettings are recall's settings from the configuration.

@@ -29,6 +29,7 @@ type preferences struct {
 	mu       sync.Mutex
 	announce func(hearth.Notice) // the core's, once it exists
 	cache    map[string]hearth.Model
+	applied  bool // preferences other than none are in force
 }
 
 func newPreferences(cfg *config.Config, rootDir string, log *slog.Logger) *preferences {
@@ -62,9 +63,26 @@ func (p *preferences) current() config.Preferences {
 		}
 	}
 	if ch.Updated {
-		p.log.Info("preferences applied", "provider", prefs.Provider, "model", prefs.Model, "context", prefs.Context != nil)
+		p.logApplied(prefs)
 	}
 	return prefs
+}
+
+// logApplied says which preferences now apply, and when none do after
+// some did; no preferences at all (no file, or an empty one) from the
+// start is not news.
+func (p *preferences) logApplied(prefs config.Preferences) {
+	some := prefs.Provider != "" || prefs.Model != "" || prefs.Context != nil
+	p.mu.Lock()
+	was := p.applied
+	p.applied = some
+	p.mu.Unlock()
+	switch {
+	case some:
+		p.log.Info("preferences applied", "provider", prefs.Provider, "model", prefs.Model, "context", prefs.Context != nil)
+	case was:
+		p.log.Info("preferences cleared: the configuration applies")
+	}
 }
 
 // prefsProblem is an invalid preference file's error as clients see it:
@@ -91,7 +109,7 @@ func (p *preferences) Resolve() (hearth.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%s|%s|%s|%v", cfg.String(), cfg.API, strings.Join(cfg.ServerTools, ","), cfg.Timeout)
+	key := fmt.Sprintf("%s|%s|%s|%v|%v|%v", cfg.String(), cfg.API, strings.Join(cfg.ServerTools, ","), cfg.Timeout, cfg.FirstByteTimeout, cfg.IdleTimeout)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if m, ok := p.cache[key]; ok {

@@ -1,6 +1,9 @@
 package daemon
 
 import (
+	"errors"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +15,7 @@ import (
 	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/config"
 	"github.com/mnemo/mnemo/hearth/llm"
+	"github.com/mnemo/mnemo/internal/logtest"
 )
 
 // loadConfig is the configuration hearth would load from env alone.
@@ -132,6 +136,46 @@ func TestPreferencesChangeContextBudgetNextTurn(t *testing.T) {
 		}
 		if got := n.take(); len(got) != step.notices {
 			t.Errorf("%s: %d notices %+v, want %d", step.name, len(got), got, step.notices)
+		}
+	}
+}
+
+// What the preferences log: nothing while there are none, what applies
+// when the file sets something, and that it no longer does when cleared.
+func TestPreferencesLogged(t *testing.T) {
+	root := t.TempDir()
+	log, logs := logtest.New()
+	p := newPreferences(loadConfig(t, map[string]string{"XAI_API_KEY": "xk"}), root, log)
+	path := filepath.Join(root, config.PreferencesFile)
+	steps := []struct {
+		name string
+		file string // "-": no file
+		want string // the INFO about preferences; "" none
+	}{
+		{"no file", "-", ""},
+		{"no file, again", "-", ""},
+		{"a model", `{"model":"grok-4.5"}`, `msg="preferences applied" provider="" model=grok-4.5 context=false`},
+		{"removed", "-", `msg="preferences cleared: the configuration applies"`},
+		{"empty object", `{}`, ""},
+	}
+	for _, s := range steps {
+		logs.Reset()
+		if s.file == "-" {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(path, []byte(s.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Resolve(); err != nil {
+			t.Fatalf("%s: Resolve: %v", s.name, err)
+		}
+		got := logs.Lines(slog.LevelInfo, "preferences")
+		switch {
+		case s.want == "" && len(got) != 0:
+			t.Errorf("%s: logged %q, want nothing", s.name, got)
+		case s.want != "" && (len(got) != 1 || !strings.Contains(got[0], s.want)):
+			t.Errorf("%s: logged %q, want one line with %s", s.name, got, s.want)
 		}
 	}
 }

@@ -169,3 +169,16 @@ func ListenAddr(line string) (string, bool) {
 	}
 	return m[1], true
 }
+
+// Exited waits up to wait for hearth to exit on its own and returns how it
+// exited.
+func (d *Daemon) Exited(t testing.TB, wait time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-d.done:
+		return err
+	case <-time.After(wait):
+		t.Fatalf("hearth did not exit within %s", wait)
+		return nil
+	}
+}

@@ -32,10 +32,10 @@ const (
 // x-api-key and anthropic-version 2023-06-01). It is safe for concurrent
 // use.
 type Anthropic struct {
-	model   string
-	key     string // only to redact it from error text
-	timeout time.Duration
-	msgs    anthropic.MessageService
+	model    string
+	key      string // only to redact it from error text
+	timeouts callTimeouts
+	msgs     anthropic.MessageService
 }
 
 // NewAnthropic returns an adapter for cfg. cfg.BaseURL is the API's root,
@@ -61,10 +61,10 @@ func NewAnthropic(cfg Config, httpClient *http.Client) *Anthropic {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	return &Anthropic{
-		model:   cmp.Or(cfg.Model, DefaultAnthropicModel),
-		key:     cfg.APIKey,
-		timeout: cmp.Or(cfg.Timeout, DefaultTimeout),
-		msgs:    anthropic.NewMessageService(opts...),
+		model:    cmp.Or(cfg.Model, DefaultAnthropicModel),
+		key:      cfg.APIKey,
+		timeouts: timeoutsOf(cfg),
+		msgs:     anthropic.NewMessageService(opts...),
 	}
 }
 
@@ -93,7 +93,7 @@ func (a *Anthropic) Model() string { return a.model }
 // Usage.InputTokens counts cached input too. A stream that ends without
 // message_stop is a retryable error (a cut connection). Cancelling ctx
 // aborts the call promptly; the call also ends after the configured
-// timeout.
+// timeouts (see [Config.FirstByteTimeout]).
 //
 // Every error is an *Error. On error the returned Response holds what had
 // arrived before the failure: the text, and the tool calls whose blocks
@@ -105,11 +105,11 @@ func (a *Anthropic) Stream(ctx context.Context, req Request, onText func(string)
 		return Response{}, &Error{Provider: ProviderAnthropic, Err: err, secret: a.key}
 	}
 
-	callCtx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
+	w, stop := a.timeouts.startCall(ctx)
+	defer stop()
 	tap := bodyTap{terminal: "message_stop"}
-	stream := a.msgs.NewStreaming(callCtx, params, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		return tap.wrap(next(req))
+	stream := a.msgs.NewStreaming(w.ctx, params, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		return tap.wrap(w.wrap(next(req)))
 	}))
 	defer stream.Close()
 
@@ -119,7 +119,7 @@ func (a *Anthropic) Stream(ctx context.Context, req Request, onText func(string)
 	}
 	resp := acc.response(model)
 	if err := stream.Err(); err != nil {
-		return resp, a.callError(ctx, callCtx, &tap, err)
+		return resp, a.callError(ctx, w, &tap, err)
 	}
 	if !acc.stopped {
 		return resp, &Error{Provider: ProviderAnthropic, Retryable: true, Err: tap.incomplete(), secret: a.key}
@@ -246,9 +246,9 @@ func anthropicIsObject(raw []byte) bool {
 	return len(raw) > 0 && raw[0] == '{' && json.Valid(raw)
 }
 
-// callError classifies a failed call. ctx is the caller's context and
-// callCtx the one bounded by the timeout.
-func (a *Anthropic) callError(ctx, callCtx context.Context, tap *bodyTap, err error) *Error {
+// callError classifies a failed call. ctx is the caller's context and w
+// the watchdog that bounded the call.
+func (a *Anthropic) callError(ctx context.Context, w *watchdog, tap *bodyTap, err error) *Error {
 	e := &Error{Provider: ProviderAnthropic, Err: err, secret: a.key}
 	var (
 		apiErr *anthropic.Error
@@ -258,9 +258,8 @@ func (a *Anthropic) callError(ctx, callCtx context.Context, tap *bodyTap, err er
 	case ctx.Err() != nil:
 		// The caller gave up: not the provider's fault, nothing to retry.
 		e.Err = withCause(ctx.Err(), err)
-	case callCtx.Err() != nil:
-		e.Retryable = true
-		e.Err = fmt.Errorf("no complete reply within %v: %w", a.timeout, withCause(context.DeadlineExceeded, err))
+	case w.timeout() != nil:
+		timedOut(e, w.timeout(), err)
 	case errors.As(err, &apiErr):
 		a.classifyAPIError(e, apiErr)
 	case tap.readErr != nil:

@@ -545,32 +545,6 @@ func TestAnthropicCancel(t *testing.T) {
 	}
 }
 
-func TestAnthropicTimeout(t *testing.T) {
-	tests := []struct {
-		name  string
-		reply llmtest.Reply
-	}{
-		{"hang after headers", llmtest.Reply{Hang: true}},
-		{"stall mid-stream", llmtest.Reply{Chunks: []llmtest.Chunk{{Text: "a"}, {Text: "b", Delay: time.Hour}}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := llmtest.NewAnthropic(t, anthKey)
-			srv.Enqueue(tt.reply)
-			a := llm.NewAnthropic(llm.Config{Provider: llm.ProviderAnthropic, BaseURL: srv.BaseURL(), APIKey: anthKey, Timeout: anthShortTimeout}, nil)
-			_, err, took := anthStreamAsync(t, t.Context(), a, nil)
-			t.Logf("error text: %v", err)
-			var e *llm.Error
-			if !errors.As(err, &e) || !e.Retryable || !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("Stream() error = %v, want a retryable *llm.Error wrapping context.DeadlineExceeded", err)
-			}
-			if took < anthShortTimeout {
-				t.Errorf("Stream() returned after %v, before the %v timeout", took, anthShortTimeout)
-			}
-		})
-	}
-}
-
 // anthRawServer serves body with the given status, content type and extra
 // headers to every request; "{{key}}" in body is replaced by the request's
 // x-api-key, to play a provider that echoes credentials.

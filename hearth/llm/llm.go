@@ -95,6 +95,19 @@ type Request struct {
 	// send every message. When the stored response is gone, the adapter
 	// falls back to sending every message.
 	Continue *Continuation
+	// OnRetry, when set, is told of each failed attempt that [Retrying]
+	// is about to try again, before it waits. Adapters ignore it.
+	OnRetry func(Retry)
+}
+
+// Retry is a failed attempt of a model call that will be tried again.
+type Retry struct {
+	Attempt     int // the attempt that failed, from 1
+	MaxAttempts int
+	Category    Category
+	Timeout     TimeoutKind   // which timeout ended it, for CategoryTimeout
+	Wait        time.Duration // before the next attempt
+	RetryAfter  time.Duration // what the provider asked for, before the cap; 0: nothing
 }
 
 // Continuation points at a stored provider response; see Request.Continue.
@@ -128,6 +141,12 @@ type Config struct {
 	BaseURL  string
 	APIKey   string        // never logged
 	Timeout  time.Duration // per model call; 0 means DefaultTimeout
+	// FirstByteTimeout ends a call when no byte of the reply (headers
+	// and first stream event) arrives within it; IdleTimeout, when the
+	// reply stream then goes silent that long. Both are retryable, unlike
+	// Timeout; 0 means DefaultFirstByteTimeout and DefaultIdleTimeout, and
+	// one at or past Timeout is not armed.
+	FirstByteTimeout, IdleTimeout time.Duration
 	// API selects the xAI endpoint: APIResponses or APIChat. ConfigFromEnv
 	// sets it for xAI only; "" there means APIResponses.
 	API string
@@ -160,6 +179,29 @@ func redactURL(raw string) string {
 	return u.Redacted()
 }
 
+// KeyVariable names the environment variable holding provider's API key.
+func KeyVariable(provider string) string {
+	switch provider {
+	case ProviderAnthropic:
+		return "ANTHROPIC_API_KEY"
+	case ProviderOpenAI:
+		return "OPENAI_API_KEY"
+	}
+	return "XAI_API_KEY"
+}
+
+// BaseURLVariable names the environment variable (and config key) of
+// provider's base URL, as a message to the owner names it.
+func BaseURLVariable(provider string) string {
+	switch provider {
+	case ProviderAnthropic:
+		return "ANTHROPIC_BASE_URL (model.anthropic_base_url)"
+	case ProviderOpenAI:
+		return "OPENAI_BASE_URL (model.openai_base_url)"
+	}
+	return "XAI_BASE_URL (model.xai_base_url)"
+}
+
 // ErrNoProvider reports that the environment configures no model provider.
 var ErrNoProvider = errors.New("no model provider is configured: set XAI_API_KEY or ANTHROPIC_API_KEY, or MNEMO_PROVIDER=openai with OPENAI_BASE_URL (and OPENAI_API_KEY if the server needs one)")
 
@@ -174,6 +216,9 @@ type Settings struct {
 	Provider string
 	Model    string        // "" means the provider's default
 	Timeout  time.Duration // per model call; 0 means DefaultTimeout
+	// FirstByteTimeout and IdleTimeout bound the wait for a reply and
+	// the silences inside it (see Config); 0 means the defaults.
+	FirstByteTimeout, IdleTimeout time.Duration
 
 	XAIKey, XAIBaseURL string
 	// XAIAPI is the xAI endpoint, APIResponses (also for "") or APIChat;
@@ -194,8 +239,8 @@ func (s Settings) String() string {
 		}
 		return "set"
 	}
-	return fmt.Sprintf("provider=%q model=%q timeout=%v xai_key=%s xai_base=%s xai_api=%q xai_server_tools=%q anthropic_key=%s anthropic_base=%s openai_key=%s openai_base=%s",
-		s.Provider, s.Model, s.Timeout, set(s.XAIKey), redactURL(s.XAIBaseURL), s.XAIAPI, s.XAIServerTools,
+	return fmt.Sprintf("provider=%q model=%q timeout=%v first_byte_timeout=%v idle_timeout=%v xai_key=%s xai_base=%s xai_api=%q xai_server_tools=%q anthropic_key=%s anthropic_base=%s openai_key=%s openai_base=%s",
+		s.Provider, s.Model, s.Timeout, s.FirstByteTimeout, s.IdleTimeout, set(s.XAIKey), redactURL(s.XAIBaseURL), s.XAIAPI, s.XAIServerTools,
 		set(s.AnthropicKey), redactURL(s.AnthropicBaseURL), set(s.OpenAIKey), redactURL(s.OpenAIBaseURL))
 }
 
@@ -217,6 +262,10 @@ func (s Settings) LogValue() slog.Value { return slog.StringValue(s.String()) }
 //     set it).
 //   - MNEMO_MODEL_TIMEOUT: the per-call timeout as a Go duration ("90s",
 //     "10m"); unset means DefaultTimeout.
+//   - MNEMO_MODEL_FIRST_BYTE_TIMEOUT, MNEMO_MODEL_IDLE_TIMEOUT: how long to
+//     wait for the first byte of a reply and through a silence inside it
+//     (Config.FirstByteTimeout, Config.IdleTimeout); unset means
+//     DefaultFirstByteTimeout and DefaultIdleTimeout.
 //   - XAI_API_KEY, XAI_BASE_URL (default DefaultXAIBaseURL).
 //   - MNEMO_XAI_API: the xAI endpoint, "responses" (default) or "chat".
 //   - MNEMO_XAI_SERVER_TOOLS: a comma-separated list of xAI server-side
@@ -245,8 +294,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 }
 
 // settingsFromEnv reads the variables ConfigFromEnv documents into
-// Settings. A MNEMO_MODEL_TIMEOUT that is not a positive duration leaves
-// Timeout zero and is returned as the error, for ConfigFromEnv to report
+// Settings. A timeout variable that is not a positive duration leaves its
+// field zero and is returned as the error, for ConfigFromEnv to report
 // only when Resolve finds nothing more fundamental wrong, as it always has.
 func settingsFromEnv(getenv func(string) string) (Settings, error) {
 	env := func(name string) string { return strings.TrimSpace(getenv(name)) }
@@ -264,18 +313,29 @@ func settingsFromEnv(getenv func(string) string) (Settings, error) {
 	if tools := env("MNEMO_XAI_SERVER_TOOLS"); tools != "" {
 		s.XAIServerTools = strings.Split(tools, ",")
 	}
-	if raw := env("MNEMO_MODEL_TIMEOUT"); raw != "" {
-		d, err := time.ParseDuration(raw)
-		if err != nil || d <= 0 {
-			return s, timeoutError(raw)
+	for _, t := range []struct {
+		name string
+		d    *time.Duration
+	}{
+		{"MNEMO_MODEL_TIMEOUT", &s.Timeout},
+		{"MNEMO_MODEL_FIRST_BYTE_TIMEOUT", &s.FirstByteTimeout},
+		{"MNEMO_MODEL_IDLE_TIMEOUT", &s.IdleTimeout},
+	} {
+		if raw := env(t.name); raw != "" {
+			d, err := time.ParseDuration(raw)
+			if err != nil || d <= 0 {
+				return s, durationError(t.name, raw)
+			}
+			*t.d = d
 		}
-		s.Timeout = d
 	}
 	return s, nil
 }
 
-func timeoutError(raw string) error {
-	return fmt.Errorf("MNEMO_MODEL_TIMEOUT=%q: want a positive Go duration such as 90s or 10m", raw)
+func timeoutError(raw string) error { return durationError("MNEMO_MODEL_TIMEOUT", raw) }
+
+func durationError(name, raw string) error {
+	return fmt.Errorf("%s=%q: want a positive Go duration such as 90s or 10m", name, raw)
 }
 
 // Resolve picks the provider and checks s, by the rules ConfigFromEnv
@@ -343,7 +403,10 @@ func (s Settings) Resolve() (Config, error) {
 	if s.Timeout < 0 {
 		return Config{}, timeoutError(s.Timeout.String())
 	}
-	c.Timeout = s.Timeout
+	if s.FirstByteTimeout < 0 || s.IdleTimeout < 0 {
+		return Config{}, errors.New("the first-byte and idle timeouts must not be negative")
+	}
+	c.Timeout, c.FirstByteTimeout, c.IdleTimeout = s.Timeout, s.FirstByteTimeout, s.IdleTimeout
 	return c, nil
 }
 
@@ -398,12 +461,18 @@ func checkBaseURL(raw string) error {
 	return nil
 }
 
-// Error is a failed model call. hearth shows the user a fixed message and
-// logs Error's text, which never contains the API key.
+// Error is a failed model call. hearth shows the user a message made of
+// its Category (never its text) and logs Error's text, which never
+// contains the API key.
 type Error struct {
-	Provider  string
-	Status    int  // HTTP status of an error reply; 0 if there was none
-	Retryable bool // rate limits, server errors, transport failures and timeouts
+	Provider string
+	Status   int // HTTP status of an error reply; 0 if there was none
+	// Retryable: rate limits, server errors, transport failures, and the
+	// first-byte and idle timeouts; never the total timeout.
+	Retryable bool
+	// Attempts is how many attempts [Retrying] made before giving up with
+	// this error; 0 when no Retrying was involved.
+	Attempts int
 	// RetryAfter is the provider's Retry-After (or retry-after-ms), 0 if
 	// it sent none.
 	RetryAfter time.Duration

@@ -26,11 +26,11 @@ import (
 // (https://api.x.ai/v1), OpenAI, Ollama's /v1, llama.cpp and vLLM.
 // It is safe for concurrent use.
 type OpenAI struct {
-	name    string
-	model   string
-	key     string // only to redact it from error text
-	timeout time.Duration
-	chat    openai.ChatCompletionService
+	name     string
+	model    string
+	key      string // only to redact it from error text
+	timeouts callTimeouts
+	chat     openai.ChatCompletionService
 }
 
 // NewOpenAI returns an adapter for cfg. A nil httpClient means a plain
@@ -44,11 +44,11 @@ func NewOpenAI(cfg Config, httpClient *http.Client) *OpenAI {
 	model, base := protocolDefaults(name)
 	opts := sdkOptions(cfg, base, httpClient)
 	return &OpenAI{
-		name:    name,
-		model:   cmp.Or(cfg.Model, model),
-		key:     cfg.APIKey,
-		timeout: cmp.Or(cfg.Timeout, DefaultTimeout),
-		chat:    openai.NewChatCompletionService(opts...),
+		name:     name,
+		model:    cmp.Or(cfg.Model, model),
+		key:      cfg.APIKey,
+		timeouts: timeoutsOf(cfg),
+		chat:     openai.NewChatCompletionService(opts...),
 	}
 }
 
@@ -76,7 +76,7 @@ func (o *OpenAI) Model() string { return o.model }
 // on every chunk, OpenAI one final chunk with no choices. A stream that ends
 // with neither [DONE] nor a finish_reason is an error (a cut connection).
 // Cancelling ctx aborts the call promptly; the call also ends after the
-// configured timeout.
+// configured timeouts (see [Config.FirstByteTimeout]).
 //
 // Every error is an *Error. On error the returned Response holds what had
 // arrived before the failure.
@@ -87,13 +87,16 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string)) (
 		return Response{}, &Error{Provider: o.name, Err: err}
 	}
 
-	callCtx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
+	w, stop := o.timeouts.startCall(ctx)
+	defer stop()
 	var (
 		tap streamTap
 		raw *http.Response
 	)
-	stream := o.chat.NewStreaming(callCtx, params, option.WithMiddleware(tap.middleware), option.WithResponseInto(&raw))
+	watched := func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		return tap.middleware(req, func(req *http.Request) (*http.Response, error) { return w.wrap(next(req)) })
+	}
+	stream := o.chat.NewStreaming(w.ctx, params, option.WithMiddleware(watched), option.WithResponseInto(&raw))
 	defer stream.Close()
 
 	acc := accumulator{onText: onText}
@@ -102,7 +105,7 @@ func (o *OpenAI) Stream(ctx context.Context, req Request, onText func(string)) (
 	}
 	resp := acc.response(model)
 	if err := stream.Err(); err != nil {
-		return resp, o.callError(ctx, callCtx, &tap, raw, err)
+		return resp, o.callError(ctx, w, &tap, raw, err)
 	}
 	if !tap.done && resp.FinishReason == "" {
 		return resp, &Error{Provider: o.name, Retryable: true, Err: tap.incomplete()}
@@ -202,9 +205,9 @@ func toolSchema(raw json.RawMessage) (shared.FunctionParameters, error) {
 	return schema, nil
 }
 
-// callError classifies a failed call. ctx is the caller's context and
-// callCtx the one bounded by the timeout.
-func (o *OpenAI) callError(ctx, callCtx context.Context, tap *streamTap, raw *http.Response, err error) *Error {
+// callError classifies a failed call. ctx is the caller's context and w
+// the watchdog that bounded the call.
+func (o *OpenAI) callError(ctx context.Context, w *watchdog, tap *streamTap, raw *http.Response, err error) *Error {
 	e := &Error{Provider: o.name, Err: err, secret: o.key}
 	var (
 		apiErr    *openai.Error
@@ -215,9 +218,8 @@ func (o *OpenAI) callError(ctx, callCtx context.Context, tap *streamTap, raw *ht
 	case ctx.Err() != nil:
 		// The caller gave up: not the provider's fault, nothing to retry.
 		e.Err = withCause(ctx.Err(), err)
-	case callCtx.Err() != nil:
-		e.Retryable = true
-		e.Err = fmt.Errorf("no complete reply within %v: %w", o.timeout, withCause(context.DeadlineExceeded, err))
+	case w.timeout() != nil:
+		timedOut(e, w.timeout(), err)
 	case errors.As(err, &apiErr):
 		e.Status = apiErr.StatusCode
 		e.Retryable = retryableStatus(e.Status)

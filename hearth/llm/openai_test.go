@@ -467,30 +467,6 @@ func TestStreamCancel(t *testing.T) {
 	}
 }
 
-func TestStreamTimeout(t *testing.T) {
-	for _, hang := range []bool{true, false} {
-		t.Run(fmt.Sprintf("hang=%v", hang), func(t *testing.T) {
-			srv := llmtest.NewOpenAI(t, secretKey)
-			reply := llmtest.Reply{Hang: true}
-			if !hang {
-				// Headers and one chunk, then a provider stall.
-				reply = llmtest.Reply{Chunks: []llmtest.Chunk{{Text: "a"}, {Text: "b", Delay: time.Hour}}}
-			}
-			srv.Enqueue(reply)
-			o := llm.NewOpenAI(llm.Config{Provider: "xai", BaseURL: srv.URL, APIKey: secretKey, Timeout: shortTimeout}, nil)
-			_, err, took := streamAsync(t, t.Context(), o, nil)
-			t.Logf("error text: %v", err)
-			var e *llm.Error
-			if !errors.As(err, &e) || !e.Retryable || !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("Stream() error = %v, want a retryable *llm.Error wrapping context.DeadlineExceeded", err)
-			}
-			if took < shortTimeout {
-				t.Errorf("Stream() returned after %v, before the %v timeout", took, shortTimeout)
-			}
-		})
-	}
-}
-
 // rawServer serves body with the given status and content type to every
 // request; "{{key}}" in body is replaced by the request's bearer token, to
 // play a provider that echoes credentials.

@@ -37,7 +37,7 @@ type Responses struct {
 	name        string
 	model       string
 	key         string // only to redact it from error text
-	timeout     time.Duration
+	timeouts    callTimeouts
 	serverTools []string
 	log         *slog.Logger
 	api         responses.ResponseService
@@ -56,7 +56,7 @@ func NewResponses(cfg Config, httpClient *http.Client) *Responses {
 		name:        name,
 		model:       cmp.Or(cfg.Model, model),
 		key:         cfg.APIKey,
-		timeout:     cmp.Or(cfg.Timeout, DefaultTimeout),
+		timeouts:    timeoutsOf(cfg),
 		serverTools: slices.Clone(cfg.ServerTools),
 		log:         slog.New(slog.DiscardHandler),
 		api:         responses.NewResponseService(opts...),
@@ -102,7 +102,8 @@ func (r *Responses) Model() string { return r.model }
 //
 // Every error is an *Error; on error the returned Response holds what had
 // arrived before the failure. Cancelling ctx aborts the call promptly; the
-// call also ends after the configured timeout.
+// call also ends after the configured timeouts (see
+// [Config.FirstByteTimeout]).
 func (r *Responses) Stream(ctx context.Context, req Request, onText func(string)) (Response, error) {
 	model := cmp.Or(req.Model, r.model)
 	items, err := r.inputItems(req.Messages)
@@ -131,7 +132,7 @@ func (r *Responses) Stream(ctx context.Context, req Request, onText func(string)
 		}
 	}
 
-	callCtx, cancel := context.WithTimeout(ctx, r.timeout)
+	callCtx, cancel := context.WithTimeoutCause(ctx, r.timeouts.total, &TimeoutError{Kind: TimeoutTotal, After: r.timeouts.total})
 	defer cancel()
 	resp, e := r.attempt(ctx, callCtx, params, model, onText)
 	if e != nil && continuing && responsesStale(e) {
@@ -147,15 +148,17 @@ func (r *Responses) Stream(ctx context.Context, req Request, onText func(string)
 	return resp, nil
 }
 
-// attempt makes one request. ctx is the caller's context and callCtx the
-// one bounded by the timeout.
+// attempt makes one request, under its own watchdog. ctx is the caller's
+// context and callCtx the one bounded by the total timeout.
 func (r *Responses) attempt(ctx, callCtx context.Context, params responses.ResponseNewParams, model string, onText func(string)) (Response, *Error) {
+	w := r.timeouts.watch(callCtx)
+	defer w.stop()
 	var (
 		tap = bodyTap{terminal: "response.completed"}
 		raw *http.Response
 	)
-	stream := r.api.NewStreaming(callCtx, params, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		return tap.wrap(next(req))
+	stream := r.api.NewStreaming(w.ctx, params, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		return tap.wrap(w.wrap(next(req)))
 	}), option.WithResponseInto(&raw))
 	defer stream.Close()
 
@@ -165,7 +168,7 @@ func (r *Responses) attempt(ctx, callCtx context.Context, params responses.Respo
 	}
 	resp := acc.response(model)
 	if err := stream.Err(); err != nil {
-		return resp, r.callError(ctx, callCtx, &tap, raw, err)
+		return resp, r.callError(ctx, w, &tap, raw, err)
 	}
 	if acc.failure != nil {
 		e := acc.failure
@@ -274,8 +277,8 @@ func (r *Responses) tools(ts []Tool) ([]responses.ToolUnionParam, error) {
 }
 
 // callError classifies a failed request or stream. ctx is the caller's
-// context and callCtx the one bounded by the timeout.
-func (r *Responses) callError(ctx, callCtx context.Context, tap *bodyTap, raw *http.Response, err error) *Error {
+// context and w the watchdog that bounded the request.
+func (r *Responses) callError(ctx context.Context, w *watchdog, tap *bodyTap, raw *http.Response, err error) *Error {
 	e := &Error{Provider: r.name, Err: err, secret: r.key}
 	var (
 		apiErr    *openai.Error
@@ -287,9 +290,8 @@ func (r *Responses) callError(ctx, callCtx context.Context, tap *bodyTap, raw *h
 	case ctx.Err() != nil:
 		// The caller gave up: not the provider's fault, nothing to retry.
 		e.Err = withCause(ctx.Err(), err)
-	case callCtx.Err() != nil:
-		e.Retryable = true
-		e.Err = fmt.Errorf("no complete reply within %v: %w", r.timeout, withCause(context.DeadlineExceeded, err))
+	case w.timeout() != nil:
+		timedOut(e, w.timeout(), err)
 	case isAPIErr || (raw != nil && raw.StatusCode >= http.StatusBadRequest):
 		var res *http.Response
 		if isAPIErr {

@@ -581,17 +581,6 @@ func TestResponsesHangCancel(t *testing.T) {
 	}
 }
 
-func TestResponsesTimeout(t *testing.T) {
-	srv := llmtest.NewResponses(t, responsesKey)
-	srv.Enqueue(llmtest.Reply{Hang: true})
-	m := llm.NewResponses(llm.Config{Provider: llm.ProviderXAI, BaseURL: srv.BaseURL(), APIKey: responsesKey, Timeout: 50 * time.Millisecond}, nil)
-	_, err := m.Stream(t.Context(), llm.Request{Messages: responsesHello}, nil)
-	var e *llm.Error
-	if !errors.As(err, &e) || !errors.Is(err, context.DeadlineExceeded) || !e.Retryable {
-		t.Errorf("Stream() error = %v, want a retryable *llm.Error wrapping context.DeadlineExceeded", err)
-	}
-}
-
 // responsesCanned answers every request with one fixed reply.
 type responsesCanned struct {
 	status int

@@ -106,16 +106,18 @@ func (r *Retrying) Model() string { return r.s.Model() }
 
 // Stream calls the wrapped Streamer, and again after a failure worth
 // retrying: an *Error marked Retryable with status 429, a 5xx, or 0 (a
-// transport failure, a cut stream, a timeout). Other 4xx replies are never
-// retried, nor is an attempt that already passed text to onText: the
-// caller has shown it, so the error goes back to the caller instead.
+// transport failure, a cut stream, a first-byte or idle timeout). Other
+// 4xx replies are never retried, nor is a call that hit the total
+// timeout, nor an attempt that already passed text to onText: the caller
+// has shown it, so the error goes back to the caller instead.
 //
 // Before attempt n+1 it waits the policy's nth delay, or the provider's
-// Retry-After (capped by MaxRetryAfter) when that is longer. Cancelling ctx
-// ends the wait at once, with a non-retryable *Error wrapping ctx's error
-// and the last failure. When the attempts run out, or ctx's deadline would
-// pass during the wait, the last attempt's result and error are returned
-// as they were.
+// Retry-After (capped by MaxRetryAfter) when that is longer, after
+// telling req.OnRetry. Cancelling ctx ends the wait at once, with a
+// non-retryable *Error wrapping ctx's error and the last failure. When
+// the attempts run out, or ctx's deadline would pass during the wait, the
+// last attempt's result and error are returned as they were, its
+// Attempts set to the number of attempts made.
 func (r *Retrying) Stream(ctx context.Context, req Request, onText func(string)) (Response, error) {
 	for attempt := 1; ; attempt++ {
 		var sent bool
@@ -129,7 +131,11 @@ func (r *Retrying) Stream(ctx context.Context, req Request, onText func(string))
 			return resp, nil
 		}
 		var e *Error
-		if attempt >= r.attempts || sent || ctx.Err() != nil || !errors.As(err, &e) || !retryable(e) {
+		if !errors.As(err, &e) {
+			return resp, err
+		}
+		e.Attempts = attempt
+		if attempt >= r.attempts || sent || ctx.Err() != nil || !retryable(e) {
 			return resp, err
 		}
 		wait := r.delays[min(attempt, len(r.delays))-1]
@@ -144,6 +150,7 @@ func (r *Retrying) Stream(ctx context.Context, req Request, onText func(string))
 			r.log.LogAttrs(ctx, slog.LevelWarn, "model call failed, retrying",
 				slog.String("provider", cmp.Or(e.Provider, r.s.Name())),
 				slog.Int("status", e.Status),
+				slog.String("category", string(e.Category())),
 				slog.Int("attempt", attempt),
 				slog.Int("max_attempts", r.attempts),
 				slog.Duration("wait", wait),
@@ -151,8 +158,15 @@ func (r *Retrying) Stream(ctx context.Context, req Request, onText func(string))
 				slog.String("error", e.Error()), // Error redacts the API key
 			)
 		}
+		if req.OnRetry != nil {
+			kind, _ := e.Timeout()
+			req.OnRetry(Retry{
+				Attempt: attempt, MaxAttempts: r.attempts, Category: e.Category(), Timeout: kind,
+				Wait: wait, RetryAfter: e.RetryAfter,
+			})
+		}
 		if serr := r.sleep(ctx, wait); serr != nil {
-			return resp, &Error{Provider: e.Provider, Err: fmt.Errorf("%w while waiting to retry after: %w", serr, err)}
+			return resp, &Error{Provider: e.Provider, Attempts: attempt, Err: fmt.Errorf("%w while waiting to retry after: %w", serr, err)}
 		}
 	}
 }

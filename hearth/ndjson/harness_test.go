@@ -94,6 +94,8 @@ func (m funcMemory) Search(ctx context.Context, req memory.SearchRequest) ([]mem
 	return m.search(ctx, req)
 }
 
+func (m funcMemory) Forget(context.Context, []string, bool) error { return nil }
+
 func (m funcMemory) Notify(id string) {
 	if m.notify != nil {
 		m.notify(id)

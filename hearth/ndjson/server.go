@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -165,7 +166,10 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 		refuse(nc, &ipc.Error{Code: ipc.CodeTooManyClients, Message: "too many connections are waiting to authenticate; try again shortly"})
 		return
 	}
-	hello, ok := s.authenticate(ctx, nc, ip, remote)
+	// One reader for the connection's life: a client may send its first
+	// requests in the same packet as the handshake.
+	r := ipc.NewReader(nc)
+	hello, ok := s.authenticate(ctx, nc, r, ip, remote)
 	release()
 	if !ok {
 		return
@@ -178,18 +182,17 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 		return
 	}
 	defer s.clients.Add(-1)
-	s.session(ctx, nc, hello, remote)
+	s.session(ctx, nc, r, hello, remote)
 }
 
 // authenticate reads the connect message within HandshakeTimeout, after
 // the delay the source's recent failures earned, and checks the token in
 // constant time. A failure is answered only after a growing delay, holding
 // the connection's slot meanwhile, so guessing gains nothing by speed.
-func (s *Server) authenticate(ctx context.Context, nc net.Conn, ip netip.Addr, remote string) (*ipc.Connect, bool) {
+func (s *Server) authenticate(ctx context.Context, nc net.Conn, r *ipc.Reader, ip netip.Addr, remote string) (*ipc.Connect, bool) {
 	if d := s.gate.penalty(ip); d > 0 && !backoff.Sleep(ctx, d) {
 		return nil, false
 	}
-	r := ipc.NewReader(nc)
 	nc.SetReadDeadline(time.Now().Add(s.opts.HandshakeTimeout))
 	// Shutdown does not wait for a handshake that has not come.
 	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Now()) })
@@ -287,7 +290,7 @@ func (c *conn) setWhy(e *ipc.Error) {
 
 // session serves an authenticated client until it leaves, misbehaves
 // beyond recovery, falls behind or hearth shuts down.
-func (s *Server) session(ctx context.Context, nc net.Conn, hello *ipc.Connect, remote string) {
+func (s *Server) session(ctx context.Context, nc net.Conn, r *ipc.Reader, hello *ipc.Connect, remote string) {
 	c := &conn{nc: nc, id: s.nextID.Add(1), log: s.log}
 	sess, err := wire.Open(context.WithoutCancel(ctx), s.core, wire.Options{
 		Watch: hearth.WatchOptions{
@@ -310,7 +313,7 @@ func (s *Server) session(ctx context.Context, nc net.Conn, hello *ipc.Connect, r
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
-		c.readLoop(sess)
+		c.readLoop(r, sess)
 	}()
 	why := c.writeLoop(sess)
 	sess.Close()
@@ -328,10 +331,8 @@ func reason(err error) string {
 
 // readLoop hands the client's requests to sess until the client leaves or
 // sends a line too long to read past; either way the session closes,
-// which ends the writer.
-func (c *conn) readLoop(sess *wire.Session) {
-	defer sess.Close()
-	r := ipc.NewReader(c.nc)
+// which ends the writer. A client that half-closes is answered first.
+func (c *conn) readLoop(r *ipc.Reader, sess *wire.Session) {
 	for {
 		m, err := r.Read()
 		var se *ipc.SyntaxError
@@ -342,11 +343,20 @@ func (c *conn) readLoop(sess *wire.Session) {
 			continue
 		case errors.Is(err, ipc.ErrLineTooLong):
 			c.setWhy(&ipc.Error{Code: ipc.CodeLineTooLong, Message: "line exceeds the 1 MiB limit"})
+			sess.Close()
+			return
+		case errors.Is(err, io.EOF):
+			// The client half-closed (nc -N, a script's stdin ended):
+			// it still reads, so answer what it asked, then close.
+			// The writer ends the session after the answers.
+			sess.Finish()
 			return
 		case err != nil:
-			return // closed, reset or cut off
+			sess.Close() // closed, reset or cut off
+			return
 		}
 		if !sess.Handle(m) {
+			sess.Close()
 			return
 		}
 	}

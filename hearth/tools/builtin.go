@@ -328,3 +328,42 @@ func CacheStore(store func(ctx context.Context, label, content string) (string, 
 
 // maxCacheContent bounds one cache_store entry.
 const maxCacheContent = 64 << 10
+
+// Forget is the forget tool: the agent forgets turns when the owner asks
+// it to ("forget what I said about my pin"), naming them by the ids
+// memory_search and conversation_history show. It is confirm-class: the
+// owner approves each call, which is what makes it the owner's decision;
+// purge (removing the text from the journal on disk, not undoable) only
+// happens when the call asks for it and the owner approves that call.
+// forget returns what was forgotten and the ids that named nothing.
+func Forget(forget func(ctx context.Context, ids []string, purge bool) (forgotten, unknown []string, err error)) Builtin {
+	spec := builtinSpec("forget",
+		"Forget turns of the conversation for good when the owner asks you to: they leave memory, search and every client's view. Name them by the ids memory_search shows. The owner is asked to approve. Set purge only when the owner asks that the text be erased from disk too.",
+		`{"type":"object","properties":{"ids":{"type":"array","items":{"type":"string"},"description":"ids of the turns (or search hits) to forget"},"purge":{"type":"boolean","description":"also erase their text from the journal on disk (not undoable)"}},"required":["ids"]}`)
+	spec.Effect, spec.Permission, spec.Idempotent = Irreversible, Confirm, false
+	return Builtin{Spec: spec, Run: func(ctx context.Context, args json.RawMessage) (Result, error) {
+		var in struct {
+			IDs   []string `json:"ids"`
+			Purge bool     `json:"purge"`
+		}
+		if err := decodeArgs(args, &in); err != nil {
+			return Result{Text: err.Error(), IsError: true}, nil
+		}
+		if len(in.IDs) == 0 {
+			return Result{Text: "ids is empty: name the turns to forget by the ids memory_search shows", IsError: true}, nil
+		}
+		forgotten, unknown, err := forget(ctx, in.IDs, in.Purge)
+		if err != nil {
+			return Result{Text: err.Error(), IsError: true}, nil
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "forgot %d turn(s): %s", len(forgotten), strings.Join(forgotten, ", "))
+		if len(unknown) > 0 {
+			fmt.Fprintf(&b, "; no turn has these ids (or they were forgotten already): %s", strings.Join(unknown, ", "))
+		}
+		if in.Purge {
+			b.WriteString("; their text was erased from disk")
+		}
+		return Result{Text: b.String()}, nil
+	}}
+}

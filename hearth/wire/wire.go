@@ -30,8 +30,10 @@ type Core interface {
 	Cancel(ref string) error
 	Confirm(id string, approve bool) error
 	Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
+	Forget(ctx context.Context, req hearth.ForgetRequest) (hearth.ForgetResult, error)
 	History(ctx context.Context, q hearth.HistoryQuery) (hearth.HistoryPage, error)
 	Health() hearth.Health
+	Settled(ctx context.Context) error
 	RequestVoice(ctx context.Context) error
 	StopVoice()
 }
@@ -85,18 +87,49 @@ func (s *Session) Close() {
 // subscription; Farewell says what to tell the client then.
 func (s *Session) Run(ctx context.Context, emit func([]ipc.Msg) error) error {
 	var out []ipc.Msg
-	return s.sub.Run(ctx, func(evs []hearth.Event) error {
+	err := s.sub.Run(ctx, func(evs []hearth.Event) error {
 		out = out[:0]
+		var end error
 		for _, ev := range evs {
+			if r, ok := ev.(*hearth.Reply); ok && r.Value == (finished{}) {
+				end = errFinished
+				break
+			}
 			if m := Event(ev); m != nil {
 				out = append(out, m)
 			}
 		}
-		if len(out) == 0 {
-			return nil
+		if len(out) > 0 {
+			if err := emit(out); err != nil {
+				return err
+			}
 		}
-		return emit(out)
+		return end
 	})
+	if errors.Is(err, errFinished) {
+		return nil
+	}
+	return err
+}
+
+// finished marks, in a session's queue, the end of what its client asked
+// for; see Finish.
+type finished struct{}
+
+var errFinished = errors.New("wire: the client's requests are answered")
+
+// Finish ends the session once everything its client asked for has been
+// answered: its searches, and every message and transcript the core has
+// accepted (their replies, errors and final state). A door calls it when
+// the client has said all it will say, such as a TCP half-close from
+// `nc -N`; Run then returns nil after delivering those answers. Close
+// stops the wait.
+func (s *Session) Finish() {
+	s.wg.Wait()
+	if s.core.Settled(s.ctx) != nil {
+		return
+	}
+	s.sub.Reply(finished{})
 }
 
 // Farewell is the error a client is told when its session ends for why;
@@ -136,6 +169,8 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.refuse(s.core.Confirm(m.ID, m.Approve), "")
 	case *ipc.Search:
 		s.search(m)
+	case *ipc.Forget:
+		s.forget(m)
 	case *ipc.HistoryQuery:
 		s.history(m)
 	case *ipc.Health:
@@ -211,6 +246,33 @@ func (s *Session) search(m *ipc.Search) {
 			res.Results = append(res.Results, SearchHit(hit))
 		}
 		s.reply(res)
+	})
+}
+
+// forgetTimeout bounds a forget, its purge included.
+const forgetTimeout = 2 * time.Minute
+
+// forget carries out a Forget off the caller's goroutine. Once asked it
+// completes even when the client leaves: the tombstone may already be
+// stored.
+func (s *Session) forget(m *ipc.Forget) {
+	req := hearth.ForgetRequest{IDs: m.IDs, By: hearth.ByOwner, Purge: m.Purge}
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), forgetTimeout)
+		defer cancel()
+		res, err := s.core.Forget(ctx, req)
+		if err != nil {
+			s.refuse(err, m.Ref)
+			return
+		}
+		out := &ipc.Forgotten{IDs: res.Forgotten, By: hearth.ByOwner, Ref: m.Ref, Unknown: res.Unknown}
+		if out.IDs == nil {
+			out.IDs = []string{}
+		}
+		if p := res.Purged; p != nil {
+			out.Purged = &ipc.Purged{Records: p.Records, Shards: p.Shards}
+		}
+		s.reply(out)
 	})
 }
 
@@ -310,6 +372,8 @@ func Event(ev hearth.Event) ipc.Msg {
 		return &ipc.Error{Code: e.Code, Message: e.Message, Ref: e.Ref}
 	case *hearth.Notice:
 		return &ipc.Error{Code: e.Code, Message: e.Message}
+	case *hearth.Forgotten:
+		return &ipc.Forgotten{IDs: e.IDs, By: e.By}
 	case *hearth.Reply:
 		m, _ := e.Value.(ipc.Msg)
 		return m
@@ -325,6 +389,7 @@ func History(s *hearth.Snapshot) *ipc.History {
 		Protocol:       ipc.ProtocolVersion,
 		ConversationID: s.Conversation,
 		State:          s.State,
+		Detail:         s.Detail,
 		Pending:        s.Pending,
 		Provider:       s.Provider,
 		Model:          s.Model,

@@ -31,8 +31,8 @@ func TestEvent(t *testing.T) {
 		ev   hearth.Event
 		want ipc.Msg
 	}{
-		{"snapshot", &hearth.Snapshot{Conversation: "main", Turns: []journal.Record{user}, State: "thinking", Pending: "so far", Provider: "xai", Model: "grok", Version: "1.2", Features: []string{"search"}},
-			&ipc.History{Turns: []ipc.Turn{{ID: "u1", Role: "user", Content: "hi", TS: ts, Mode: "text"}}, Server: "hearth/1.2", Protocol: ipc.ProtocolVersion, ConversationID: "main", State: "thinking", Pending: "so far", Provider: "xai", Model: "grok", Features: []string{"search"}}},
+		{"snapshot", &hearth.Snapshot{Conversation: "main", Turns: []journal.Record{user}, State: "thinking", Detail: "provider overloaded, retry 2/3 in 1 s", Pending: "so far", Provider: "xai", Model: "grok", Version: "1.2", Features: []string{"search"}},
+			&ipc.History{Turns: []ipc.Turn{{ID: "u1", Role: "user", Content: "hi", TS: ts, Mode: "text"}}, Server: "hearth/1.2", Protocol: ipc.ProtocolVersion, ConversationID: "main", State: "thinking", Detail: "provider overloaded, retry 2/3 in 1 s", Pending: "so far", Provider: "xai", Model: "grok", Features: []string{"search"}}},
 		{"turn stored", &hearth.TurnStored{Record: user, Ref: "r"}, &ipc.TurnStored{Turn: ipc.Turn{ID: "u1", Role: "user", Content: "hi", TS: ts, Mode: "text"}, Ref: "r"}},
 		{"agent step", &hearth.TurnStored{Record: step}, &ipc.TurnStored{Turn: ipc.Turn{ID: "a1", Role: "agent", Content: "let me see", TS: ts, Mode: "text",
 			ToolCalls: []ipc.ToolCall{{ID: "c1", Name: "calc", Arguments: json.RawMessage(`{"x":1}`), Reason: "sum"}}}}},

@@ -1,6 +1,7 @@
 package journal_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,10 +11,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/oklog/ulid/v2"
 
 	"github.com/mnemo/mnemo/memory/journal"
 )
+
+// ignoreResponse: Tail drops the ResponseID of records after a forgotten
+// one it read.
+var ignoreResponse = cmpopts.IgnoreFields(journal.Record{}, "ResponseID")
 
 // FuzzReplay feeds arbitrary bytes to the journal as a shard file. Opening,
 // tailing and scanning never fail or panic because of the content; they
@@ -23,6 +29,8 @@ func FuzzReplay(f *testing.F) {
 	const (
 		v1 = `{"id":"01HQ0000000000000000000001","role":"user","text":"first","ts":"2024-02-01T10:00:00Z","mode":"text"}`
 		v2 = `{"id":"01HQ0000000000000000000002","role":"agent","text":"second","ts":"2024-02-01T10:00:01Z","mode":"voice","incomplete":true,"model":"m"}`
+		// tomb forgets v1.
+		tomb = `{"id":"01HQ0000000000000000000003","role":"system","text":"","ts":"2024-02-01T10:00:02Z","mode":"","kind":"forget","forgets":["01hq0000000000000000000001"],"by":"owner"}`
 	)
 	for _, seed := range []string{
 		"",
@@ -40,6 +48,12 @@ func FuzzReplay(f *testing.F) {
 		`{"id":"7ZZZZZZZZZZZZZZZZZZZZZZZZZ","role":"user"}` + "\n", // the last ULID there is
 		"null\n[]\n{}\n\"\"\n",
 		v1 + "\n" + strings.Repeat("x", 70_000) + "\n" + v2 + "\n", // spans chunks
+		v1 + "\n" + v2 + "\n" + tomb + "\n",                        // a tombstone forgets v1
+		v1 + "\n" + tomb + "\n" + v2 + "\n",                        // … before a later record
+		v1 + "\n" + `{"id":"01HQ0000000000000000000003","role":"system","kind":"forget","forgets":["x"]}` + "\n",
+		v1 + "\n" + `{"id":"01HQ0000000000000000000003","role":"system","kind":"forget"}` + "\n",
+		v1 + "\n" + `{"id":"01HQ0000000000000000000003","role":"system","kind":"later"}` + "\n",
+		`{"id":"01HQ0000000000000000000001","role":"user","ts":"2024-02-01T10:00:00Z","redacted":true}   ` + "\n" + v2 + "\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -69,16 +83,35 @@ func FuzzReplay(f *testing.F) {
 				t.Errorf("Scan returned an invalid record %d: %+v", i, r)
 			}
 		}
-		for _, k := range []int{0, 1, 2, len(scanned), len(scanned) + 1} {
+		// Scan is the live view and the tombstones: no record it visits is
+		// forgotten by a tombstone it visits, or redacted; Tail is the live
+		// view alone.
+		forgotten := map[string]bool{}
+		var live []journal.Record
+		for _, r := range scanned {
+			if r.IsTombstone() {
+				for _, id := range r.Forgets {
+					forgotten[id] = true
+				}
+				continue
+			}
+			live = append(live, r)
+		}
+		for _, r := range live {
+			if forgotten[r.ID] || r.Redacted {
+				t.Errorf("Scan visited %s, which is forgotten or redacted", r.ID)
+			}
+		}
+		for _, k := range []int{0, 1, 2, len(live), len(live) + 1} {
 			tail, err := j.Tail(k)
 			if err != nil {
 				t.Fatalf("Tail(%d): %v", k, err)
 			}
-			want := scanned[len(scanned)-min(k, len(scanned)):]
+			want := live[len(live)-min(k, len(live)):]
 			if len(want) == 0 {
 				want = nil
 			}
-			if diff := cmp.Diff(want, tail); diff != "" {
+			if diff := cmp.Diff(want, tail, ignoreResponse); diff != "" {
 				t.Errorf("Tail(%d) differs from the end of Scan (-Scan +Tail):\n%s", k, diff)
 			}
 		}
@@ -94,12 +127,39 @@ func FuzzReplay(f *testing.F) {
 		if len(scanned) > 0 && rec.ID <= scanned[len(scanned)-1].ID {
 			t.Errorf("appended ID %s is not after the last ID %s", rec.ID, scanned[len(scanned)-1].ID)
 		}
-		tail, err := j.Tail(len(scanned) + 1)
+		tail, err := j.Tail(len(live) + 1)
 		if err != nil {
 			t.Fatalf("Tail after Append: %v", err)
 		}
-		if diff := cmp.Diff(append(scanned, rec), tail); diff != "" {
+		live = append(live, rec)
+		if diff := cmp.Diff(live, tail, ignoreResponse); diff != "" {
 			t.Errorf("Tail after Append (-want +got):\n%s", diff)
+		}
+
+		// Purge changes no live record, and leaves no forgotten record
+		// with content.
+		if _, err := j.Purge(t.Context()); err != nil {
+			t.Fatalf("Purge: %v", err)
+		}
+		tail, err = j.Tail(len(live) + 1)
+		if err != nil {
+			t.Fatalf("Tail after Purge: %v", err)
+		}
+		if diff := cmp.Diff(live, tail, ignoreResponse); diff != "" {
+			t.Errorf("Tail after Purge (-want +got):\n%s", diff)
+		}
+		data, err = os.ReadFile(filepath.Join(dir, "2024-02-01.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			var r journal.Record
+			if json.Unmarshal([]byte(line), &r) != nil || r.Kind != "" {
+				continue
+			}
+			if id, err := ulid.ParseStrict(r.ID); err == nil && forgotten[id.String()] && r.Text != "" {
+				t.Errorf("forgotten record %s keeps its text after Purge", r.ID)
+			}
 		}
 	})
 }

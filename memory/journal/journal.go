@@ -3,8 +3,9 @@
 //
 // The journal is the truth from which every index is rebuilt, so it is built
 // to survive crashes and hand edits: an appended record is fsync'd before
-// Append returns, and a torn or corrupt line is skipped with a warning, never
-// fatal, and never rewritten.
+// Append returns, and a torn or corrupt line is skipped with a warning (the
+// first time it is met; see Options.Reported), never fatal, and never
+// rewritten.
 package journal
 
 import (
@@ -58,6 +59,15 @@ type Record struct {
 	// ResponseID is the provider's stored response an agent turn ended
 	// with (xAI Responses), to continue from after a restart.
 	ResponseID string `json:"response_id,omitempty"`
+
+	// Kind is "" for a turn and KindForget for a tombstone (see forget.go).
+	Kind string `json:"kind,omitempty"`
+	// Forgets are the ids of the records a tombstone forgets.
+	Forgets []string `json:"forgets,omitempty"`
+	// By says who asked for a tombstone ("owner", "agent").
+	By string `json:"by,omitempty"`
+	// Redacted marks a forgotten record whose content a purge removed.
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 // ToolCall is one call an agent turn made. Arguments have secrets redacted.
@@ -85,6 +95,11 @@ type ToolResult struct {
 type Options struct {
 	Log *slog.Logger     // nil: slog.New(slog.DiscardHandler)
 	Now func() time.Time // nil: time.Now
+	// Reported is a file where the journal remembers the damaged lines it
+	// has warned of, so that a later start tells of them at debug level
+	// only; it is created 0600 (its directory 0700) when first needed.
+	// "": they are remembered for the life of the Journal.
+	Reported string
 }
 
 // Journal is an open journal. Its methods are safe for concurrent use.
@@ -92,9 +107,10 @@ type Options struct {
 // One writer goroutine, started by Open and stopped by Close, owns the shard
 // file being appended to; readers never see what it has not yet fsync'd.
 type Journal struct {
-	dir string
-	log *slog.Logger
-	now func() time.Time
+	dir      string
+	log      *slog.Logger
+	now      func() time.Time
+	reported *reported // damage already told of
 
 	wake    chan struct{} // capacity 1: pending has work, or closed changed
 	stopped chan struct{} // closed when the writer goroutine has exited
@@ -107,6 +123,7 @@ type Journal struct {
 	closed     bool
 	failed     error // sticky: set when an fsync failed
 	pending    []*request
+	purges     []*purgeRequest
 	active     string // newest shard name; "" when the journal is empty
 	activeSize int64  // bytes of active known to be durable
 }
@@ -151,6 +168,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 	if j.now == nil {
 		j.now = time.Now
 	}
+	j.reported = newReported(opts.Reported, j.log)
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
@@ -166,7 +184,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		}
 		j.active, j.activeSize = newest, size
 		j.w.newest = newest
-		last, err := j.Tail(1)
+		last, err := j.tail(1, false)
 		if err != nil {
 			return nil, err
 		}
@@ -193,6 +211,9 @@ func Open(dir string, opts Options) (*Journal, error) {
 func (j *Journal) Append(ctx context.Context, rec Record) (Record, error) {
 	if rec.Role == "" {
 		return Record{}, errors.New("journal: append: record has no role")
+	}
+	if err := checkKind(&rec); err != nil {
+		return Record{}, fmt.Errorf("journal: append: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return Record{}, fmt.Errorf("journal: append: %w", err)
@@ -256,11 +277,18 @@ func (j *Journal) run() {
 		j.mu.Lock()
 		batch := j.pending
 		j.pending = nil
+		purges := j.purges
+		j.purges = nil
 		closed := j.closed
 		j.mu.Unlock()
 
 		if len(batch) > 0 {
 			j.commit(batch)
+		}
+		for _, p := range purges {
+			p.done <- j.purge(p.ctx)
+		}
+		if len(batch) > 0 || len(purges) > 0 {
 			continue
 		}
 		if closed {
@@ -438,7 +466,8 @@ func (j *Journal) closeFile() error {
 }
 
 // repairTail terminates a torn last line of shard with a newline, and
-// returns the size of the shard afterwards. It never truncates.
+// returns the size of the shard afterwards. It never truncates. Once
+// terminated, the line is not torn at the next start: it is warned of once.
 func (j *Journal) repairTail(shard string) (int64, error) {
 	path := filepath.Join(j.dir, shard)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
@@ -453,7 +482,20 @@ func (j *Journal) repairTail(shard string) (int64, error) {
 	if endsNL {
 		return size, nil
 	}
-	j.log.Warn("journal: torn last line, terminating it", "file", path, "offset", size)
+	// Readers will skip the fragment as a damaged line: this warning is
+	// the one it gets (see reported).
+	err = reverseLines(f, size, func(off int64, line []byte, tooLong bool) bool {
+		key := lineKey(shard, line)
+		if tooLong {
+			key = longKey(shard, "offset", off)
+		}
+		j.reported.first(key)
+		j.log.Warn("journal: torn last line, terminating it", "file", path, "offset", off)
+		return false
+	})
+	if err != nil {
+		return 0, fmt.Errorf("journal: %s: %w", path, err)
+	}
 	if _, err := f.Write([]byte{'\n'}); err != nil {
 		return 0, fmt.Errorf("journal: repair %s: %w", path, err)
 	}

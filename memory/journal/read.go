@@ -21,7 +21,18 @@ const chunkSize = 64 << 10
 // Tail returns the last n valid records, oldest first. It reads the shards
 // backwards from their end, so its cost depends on n, not on the size of the
 // journal. Records appended concurrently may or may not be included.
+//
+// Tail is the journal's live view: tombstones, the records they forget and
+// redacted records are left out, and a record after a forgotten one among
+// those read has no ResponseID (the provider's state holds what was
+// forgotten).
 func (j *Journal) Tail(n int) ([]Record, error) {
+	return j.tail(n, true)
+}
+
+// tail returns the last n valid records, oldest first; only live ones
+// when live is set, else every record, tombstones included.
+func (j *Journal) tail(n int, live bool) ([]Record, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -30,11 +41,27 @@ func (j *Journal) Tail(n int) ([]Record, error) {
 		return nil, err
 	}
 	out := make([]Record, 0, min(n, 256)) // newest first
+	// A tombstone is newer than the records it forgets: reading backwards,
+	// it is met first.
+	forgotten := make(map[string]bool)
+	gap := "\x7f" // the oldest forgotten record met
 	for i := len(shards) - 1; i >= 0 && len(out) < n; i-- {
 		err := j.readShard(shards[i], func(f *os.File, path string, size int64) error {
 			return reverseLines(f, size, func(off int64, line []byte, tooLong bool) bool {
 				rec, ok := j.record(path, "offset", off, line, tooLong)
-				if ok {
+				switch {
+				case !ok:
+				case !live:
+					out = append(out, rec)
+				case rec.IsTombstone():
+					for _, id := range rec.Forgets {
+						forgotten[id] = true
+					}
+				case forgotten[rec.ID] || rec.Redacted:
+					if rec.ID < gap {
+						gap = rec.ID
+					}
+				default:
 					out = append(out, rec)
 				}
 				return len(out) < n
@@ -47,11 +74,19 @@ func (j *Journal) Tail(n int) ([]Record, error) {
 	if len(out) == 0 {
 		return nil, nil
 	}
+	// A provider's stored state (ResponseID) made after a forgotten turn
+	// holds it: continuing from it would bring the turn back.
+	for i := range out {
+		if out[i].ID > gap {
+			out[i].ResponseID = ""
+		}
+	}
 	slices.Reverse(out)
 	return out, nil
 }
 
-// Scan calls fn for every valid record, oldest first. It stops at, and
+// Scan calls fn for every live record and every tombstone, oldest first
+// (see ScanAfter). It stops at, and
 // returns, the first error from fn, or the error of ctx once it is done.
 // Records appended concurrently may or may not be included.
 func (j *Journal) Scan(ctx context.Context, fn func(Record) error) error {
@@ -63,26 +98,45 @@ func (j *Journal) Scan(ctx context.Context, fn func(Record) error) error {
 // record's shard is the UTC day of its append, which its ULID's time gives
 // (a day of slack covers clocks that stepped back). It is how an indexer
 // resumes from its cursor without rereading the whole journal.
+//
+// It is the live view plus the tombstones: a record that a tombstone
+// among the shards read forgets, or that is redacted, is left out; the
+// tombstones themselves are visited (IsTombstone), so that what was
+// derived from the records they forget can be dropped. The shards are
+// read twice: first for their tombstones, then for their records.
 func (j *Journal) ScanAfter(ctx context.Context, id string, fn func(Record) error) error {
-	shards, err := j.snapshot()
+	return j.scan(ctx, id, id, fn)
+}
+
+// scan is ScanAfter(id) reading the shards that can hold records from
+// the time of the id near on.
+func (j *Journal) scan(ctx context.Context, near, id string, fn func(Record) error) error {
+	all, err := j.snapshot()
 	if err != nil {
 		return err
 	}
 	from := ""
-	if t, ok := idTime(id); ok {
+	if t, ok := idTime(near); ok {
 		from = t.UTC().AddDate(0, 0, -1).Format(dateLayout) + shardExt
 	}
-	for _, s := range shards {
-		if s.name < from {
-			continue
+	var shards []shard
+	for _, s := range all {
+		if s.name >= from {
+			shards = append(shards, s)
 		}
+	}
+	forgotten, err := j.tombstones(ctx, shards)
+	if err != nil {
+		return err
+	}
+	for _, s := range shards {
 		err := j.readShard(s, func(f *os.File, path string, size int64) error {
 			return forwardLines(io.NewSectionReader(f, 0, size), func(lineNo int, line []byte, tooLong bool) error {
 				if err := ctx.Err(); err != nil {
 					return fmt.Errorf("journal: scan: %w", err)
 				}
 				rec, ok := j.record(path, "line", lineNo, line, tooLong)
-				if !ok || (id != "" && rec.ID <= id) {
+				if !ok || (id != "" && rec.ID <= id) || forgotten[rec.ID] || rec.Redacted {
 					return nil
 				}
 				return fn(rec)
@@ -155,11 +209,13 @@ func (j *Journal) readShard(s shard, read func(f *os.File, path string, size int
 }
 
 // record parses one line, logging why it is skipped when it is not a valid
-// record; where says where the line is (key "offset" or "line", and value).
-// Empty lines are skipped silently. The line's content is never logged.
+// record (a warning the first time, see reported); where says where the
+// line is (key "offset" or "line", and value). Empty lines are skipped
+// silently. The line's content is never logged.
 func (j *Journal) record(path, whereKey string, where any, line []byte, tooLong bool) (Record, bool) {
+	shard := filepath.Base(path)
 	if tooLong {
-		j.log.Warn("journal: skipping line", "file", path, whereKey, where, "reason", fmt.Sprintf("longer than %d bytes", maxLine))
+		j.skipped(path, longKey(shard, whereKey, where), whereKey, where, "reason", fmt.Sprintf("longer than %d bytes", maxLine))
 		return Record{}, false
 	}
 	if len(line) == 0 {
@@ -167,7 +223,7 @@ func (j *Journal) record(path, whereKey string, where any, line []byte, tooLong 
 	}
 	rec, err := parseRecord(line)
 	if err != nil {
-		j.log.Warn("journal: skipping line", "file", path, whereKey, where, "reason", err.Error())
+		j.skipped(path, lineKey(shard, line), whereKey, where, "reason", err.Error())
 		return Record{}, false
 	}
 	return rec, true
@@ -204,6 +260,9 @@ func parseRecord(line []byte) (Record, error) {
 	rec.ID = id.String() // canonical upper case, so that IDs compare as strings
 	if rec.Role == "" {
 		return Record{}, errors.New("record has no role")
+	}
+	if err := checkKind(&rec); err != nil {
+		return Record{}, err
 	}
 	return rec, nil
 }

@@ -134,7 +134,13 @@ func (m *Memory) Run(ctx context.Context) {
 		return
 	}
 	m.log.Info("recall ready", "backend", rs.backend, "embedder", embedderName(rs.embedder))
+	if err := m.syncSeen(ctx, rs, true); err != nil {
+		m.log.Warn("could not check the journal against the index; a turn removed by hand may stay searchable until `hearth reindex`", "err", err)
+	}
 	rs.indexer.Run(ctx)
+	if err := m.syncSeen(context.WithoutCancel(ctx), rs, false); err != nil {
+		m.log.Warn("could not record what the index has seen of the journal", "err", err)
+	}
 	m.mu.Lock()
 	m.rs = nil
 	m.mu.Unlock()
@@ -223,7 +229,12 @@ func (m *Memory) Search(ctx context.Context, req memory.SearchRequest) ([]memory
 
 // scanJournal visits every journal record as a hit's provenance.
 func (m *Memory) scanJournal(ctx context.Context, fn func(memory.Hit) error) error {
-	return m.o.Journal.Scan(ctx, func(r journal.Record) error { return fn(Provenance(r, m.o.Session)) })
+	return m.o.Journal.Scan(ctx, func(r journal.Record) error {
+		if r.IsTombstone() {
+			return nil
+		}
+		return fn(Provenance(r, m.o.Session))
+	})
 }
 
 // Relevant returns the block of older turns and tool results relevant to
@@ -263,4 +274,35 @@ func (m *Memory) Health() *memory.IndexHealth {
 	}
 	h.Searches = memory.SearchCounts{Recall: int(m.recallSearches.Load()), Keyword: int(m.keywordSearches.Load())}
 	return h
+}
+
+// compactor is an index that can rewrite its storage without the garbage
+// of deleted documents (embedded.Index).
+type compactor interface {
+	Compact(ctx context.Context) error
+}
+
+// Forget drops the records ids from recall (every document they made, and
+// the context they gave the turns after them), and with purge also
+// compacts an index that keeps deleted text on disk until then. While
+// recall is not open there is nothing to do: the keyword fallback reads
+// the journal's live view, and the indexer meets the tombstone when it
+// catches up.
+func (m *Memory) Forget(ctx context.Context, ids []string, purge bool) error {
+	rs, release := m.acquire()
+	if rs == nil {
+		return nil
+	}
+	defer release()
+	if len(ids) > 0 {
+		if err := rs.indexer.Forget(ctx, ids); err != nil {
+			return fmt.Errorf("recall: forget: %w", err)
+		}
+	}
+	if c, ok := rs.index.(compactor); ok && purge {
+		if err := c.Compact(ctx); err != nil {
+			return fmt.Errorf("recall: compact: %w", err)
+		}
+	}
+	return nil
 }

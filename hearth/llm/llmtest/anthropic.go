@@ -160,6 +160,10 @@ func (s *AnthropicServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	reply := s.next(parsed.messages)
+	if reply.Silent {
+		s.hang(r.Context())
+		return
+	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
 		if reply.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(reply.RetryAfter.Seconds())), 10))
@@ -712,6 +716,10 @@ func (st *anthReply) stream() {
 			if st.reply.CutAfter > 0 && sent == int64(st.reply.CutAfter) {
 				panic(http.ErrAbortHandler) // drop the connection mid-stream
 			}
+			if st.reply.StallAfter > 0 && sent == int64(st.reply.StallAfter) {
+				st.hang()
+				return
+			}
 			if !st.wait(c.Delay) {
 				return
 			}
@@ -749,6 +757,10 @@ func (st *anthReply) stream() {
 	}
 	if st.reply.CutAfter > 0 {
 		panic(http.ErrAbortHandler) // CutAfter >= len(Chunks): cut before the finish
+	}
+	if st.reply.StallAfter > 0 {
+		st.hang() // StallAfter >= len(Chunks): stall before the finish
+		return
 	}
 
 	reason := st.stopReason()

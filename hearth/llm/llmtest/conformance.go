@@ -476,6 +476,9 @@ func testRateLimited(t *testing.T, c *conformance) {
 	if e.Status != 429 || !e.Retryable || e.RetryAfter <= 0 || e.ContextOverflow {
 		t.Errorf("error = {Status:%d Retryable:%v RetryAfter:%v ContextOverflow:%v}, want {Status:429 Retryable:true RetryAfter:>0 ContextOverflow:false}", e.Status, e.Retryable, e.RetryAfter, e.ContextOverflow)
 	}
+	if c := e.Category(); c != llm.CategoryRateLimited {
+		t.Errorf("Category() = %q, want %q", c, llm.CategoryRateLimited)
+	}
 	if n := len(b.Requests()); n != 1 {
 		t.Fatalf("stand-in recorded %d requests after a 429, want 1 (the adapter must not retry)", n)
 	}
@@ -521,6 +524,9 @@ func testWrongKey(t *testing.T, c *conformance) {
 	e := llmError(t, err)
 	if e.Status != 401 || e.Retryable {
 		t.Errorf("error = {Status:%d Retryable:%v} (%v), want {Status:401 Retryable:false}", e.Status, e.Retryable, err)
+	}
+	if c := e.Category(); c != llm.CategoryRejectedKey {
+		t.Errorf("Category() = %q, want %q", c, llm.CategoryRejectedKey)
 	}
 	if strings.Contains(err.Error(), wrong) {
 		t.Errorf("error text %q contains the API key", err)

@@ -141,6 +141,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	reply := s.next(msgs)
+	if reply.Silent {
+		s.hang(r.Context())
+		return
+	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
 		if reply.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(reply.RetryAfter.Seconds())), 10))
@@ -764,6 +768,10 @@ func (st *replyState) stream(includeUsage bool) {
 		if st.reply.CutAfter > 0 && i == st.reply.CutAfter {
 			panic(http.ErrAbortHandler) // drop the connection mid-stream
 		}
+		if st.reply.StallAfter > 0 && i == st.reply.StallAfter {
+			st.hang()
+			return
+		}
 		if !st.wait(c.Delay) {
 			return
 		}
@@ -782,6 +790,10 @@ func (st *replyState) stream(includeUsage bool) {
 	}
 	if st.reply.CutAfter > 0 {
 		panic(http.ErrAbortHandler) // CutAfter >= len(Chunks): cut before the finish
+	}
+	if st.reply.StallAfter > 0 {
+		st.hang() // StallAfter >= len(Chunks): stall before the finish
+		return
 	}
 	reason := st.finishReason()
 	if !send([]chunkChoice{{Delta: delta{Role: role}, Logprobs: null, FinishReason: &reason}}, nil) {

@@ -169,6 +169,10 @@ func (s *ResponsesServer) create(w http.ResponseWriter, r *http.Request) {
 	history = append(history, call.input...)
 
 	reply := s.next(history)
+	if reply.Silent {
+		s.hang(r.Context())
+		return
+	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
 		if reply.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(reply.RetryAfter.Seconds())), 10))
@@ -848,6 +852,10 @@ func (st *responsesReply) stream() {
 			if st.reply.CutAfter > 0 && sent == st.reply.CutAfter {
 				panic(http.ErrAbortHandler) // drop the connection mid-stream
 			}
+			if st.reply.StallAfter > 0 && sent == st.reply.StallAfter {
+				st.hang()
+				return
+			}
 			if !st.wait(c.Delay) {
 				return
 			}
@@ -860,6 +868,10 @@ func (st *responsesReply) stream() {
 		}
 		if st.reply.CutAfter > 0 {
 			panic(http.ErrAbortHandler) // CutAfter >= len(Chunks): cut before the end
+		}
+		if st.reply.StallAfter > 0 {
+			st.hang() // StallAfter >= len(Chunks): stall before the end
+			return
 		}
 		full := text.String()
 		part := responsesPart{Type: "output_text", Text: full, Annotations: []any{}}

@@ -3,10 +3,12 @@ package llmtest
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -43,6 +45,15 @@ type Reply struct {
 	// non-streaming one), then nothing more until the client goes away or
 	// the test ends.
 	Hang bool
+	// Silent accepts the request and sends nothing at all, not even the
+	// headers, until the client goes away or the test ends: a provider
+	// that hung before answering. It takes precedence over Status.
+	Silent bool
+	// StallAfter > 0 goes silent mid-stream after that many content
+	// chunks (after the last one, before the finish, when there are
+	// fewer), keeping the connection open until the client goes away or
+	// the test ends. A non-streaming request gets nothing.
+	StallAfter int
 	// ToolCalls are function calls the model makes after its text chunks.
 	// A reply with tool calls finishes with the protocol's tool-use reason
 	// ("tool_calls", "tool_use", or function_call output items).
@@ -206,6 +217,10 @@ func (s *script) whole(ctx context.Context, r Reply) (string, bool) {
 		s.hang(ctx)
 		return "", false
 	}
+	if r.StallAfter > 0 {
+		s.hang(ctx)
+		return "", false
+	}
 	var text strings.Builder
 	for i, c := range r.Chunks {
 		if r.CutAfter > 0 && i == r.CutAfter {
@@ -220,4 +235,20 @@ func (s *script) whole(ctx context.Context, r Reply) (string, bool) {
 		panic(http.ErrAbortHandler)
 	}
 	return text.String(), true
+}
+
+// RefusedURL returns a base URL on loopback where nothing listens, so a
+// connection to it is refused: a provider that is down. The port was
+// free a moment ago; another program taking it meanwhile is unlikely.
+func RefusedURL(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr + "/v1"
 }

@@ -72,7 +72,8 @@ type Index struct {
 	enc      []byte // encoding scratch
 }
 
-// Open opens the index in dir, creating dir and an empty index if needed.
+// Open opens the index in dir, creating dir (0700) and an empty index
+// (0600) if needed.
 // A file that is damaged — a bad header, a record that fails its checksum
 // or does not decode — makes Open fail with an error for which IsCorrupt
 // is true. A record cut short at the end of the file (a crash during a
@@ -88,7 +89,7 @@ func Open(dir string, opts Options) (*Index, error) {
 	if opts.SyncEvery <= 0 {
 		opts.SyncEvery = 1024
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
 	ix := &Index{
@@ -112,11 +113,28 @@ func Open(dir string, opts Options) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
+	if err := makePrivate(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("embedded: %w", err)
+	}
 	if err := ix.load(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("embedded: open %s: %w", ix.path, err)
 	}
 	return ix, nil
+}
+
+// makePrivate makes an index file that an older hearth created readable by
+// others (0644) private to the owner: it holds the conversation's text.
+func makePrivate(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Mode().Perm()&0o077 == 0 {
+		return nil
+	}
+	return f.Chmod(0o600)
 }
 
 // create writes an empty index file (through a temporary file, so that a
@@ -137,7 +155,7 @@ func (ix *Index) create() error {
 // the index and returns it open for appending.
 func (ix *Index) writeFile(fill func(*bufio.Writer) (int64, error)) (*os.File, error) {
 	tmp := ix.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
@@ -446,6 +464,24 @@ func (ix *Index) Delete(ctx context.Context, ids []string) error {
 		ix.st.remove(id)
 	}
 	return ix.commitLocked()
+}
+
+// Compact rewrites the file with only live records, whatever garbage it
+// holds: what deleted and replaced documents said leaves the disk (a
+// forgotten turn must not survive in the index file).
+func (ix *Index) Compact(ctx context.Context) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := ix.checkLocked(); err != nil {
+		return err
+	}
+	if err := ix.w.Flush(); err != nil {
+		return fmt.Errorf("embedded: write %s: %w", ix.path, err)
+	}
+	if err := ix.compactLocked(); err != nil {
+		return fmt.Errorf("embedded: compact %s: %w", ix.path, err)
+	}
+	return nil
 }
 
 // Lexical implements recall.Index.

@@ -18,8 +18,10 @@ package indexer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -265,7 +267,19 @@ func (ix *Indexer) CatchUp(ctx context.Context) error {
 		batch = batch[:0]
 		return nil
 	}
+	start := cursor
 	err = ix.opts.Journal.ScanAfter(ctx, cursor, func(r journal.Record) error {
+		if r.IsTombstone() {
+			// The records it forgets are not in the scan; what was
+			// indexed of them before it goes now, after the batch in
+			// flight.
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := ix.forget(ctx, r.Forgets, start); err != nil {
+				return err
+			}
+		}
 		batch = append(batch, r)
 		if len(batch) >= ix.opts.Batch {
 			return flush()
@@ -326,6 +340,9 @@ func (ix *Indexer) checkEmbedder(ctx context.Context) error {
 func (ix *Indexer) store(ctx context.Context, recs []journal.Record, prev *recall.Preceding) (indexed, skipped int, err error) {
 	var docs []recall.Doc
 	for _, r := range recs {
+		if r.IsTombstone() {
+			continue // handled as the scan met it
+		}
 		d := Docs(r, ix.opts.Session)
 		if len(d) == 0 {
 			skipped++
@@ -361,6 +378,124 @@ func (ix *Indexer) store(ctx context.Context, recs []journal.Record, prev *recal
 		return 0, 0, fmt.Errorf("upsert: %w", err)
 	}
 	return len(docs), skipped, nil
+}
+
+// DocIDs are the ids of every document a record can make: its own, and
+// those of its chunks.
+func DocIDs(recordID string) []string {
+	ids := make([]string, 0, maxChunks+1)
+	ids = append(ids, recordID)
+	for i := range maxChunks {
+		ids = append(ids, fmt.Sprintf("%s#%d", recordID, i))
+	}
+	return ids
+}
+
+// Forget drops from the index every document of the records ids, and
+// re-indexes the turns that carried them in their retrieval context
+// without it. Calls are serialised with CatchUp, so that a batch being
+// stored cannot bring a forgotten record back.
+func (ix *Indexer) Forget(ctx context.Context, ids []string) error {
+	ix.scan.Lock()
+	defer ix.scan.Unlock()
+	cursor, _, err := ix.opts.Index.Meta(ctx, MetaCursor)
+	if err != nil {
+		return fmt.Errorf("read cursor: %w", err)
+	}
+	if err := ix.forget(ctx, ids, cursor); err != nil {
+		return err
+	}
+	// The remembered turns may hold a forgotten one: read them back from
+	// the live view.
+	ix.prev, ix.prevAt = ix.preceding(cursor), cursor
+	return nil
+}
+
+// Reconcile brings the index in line with a journal changed under it
+// (a shard edited by hand while hearth was stopped): the records gone
+// are forgotten, and recs — the live records of the changed shards, in
+// order — are indexed again when the cursor has passed them (upserts
+// replace what was there; later ones are indexed as the cursor reaches
+// them). Their retrieval context starts at the first of them.
+func (ix *Indexer) Reconcile(ctx context.Context, gone []string, recs []journal.Record) error {
+	ix.scan.Lock()
+	defer ix.scan.Unlock()
+	if err := ix.checkEmbedder(ctx); err != nil {
+		return err
+	}
+	cursor, _, err := ix.opts.Index.Meta(ctx, MetaCursor)
+	if err != nil {
+		return fmt.Errorf("read cursor: %w", err)
+	}
+	if len(gone) > 0 {
+		if err := ix.forget(ctx, gone, cursor); err != nil {
+			return err
+		}
+	}
+	var redo []journal.Record
+	for _, r := range recs {
+		if r.ID <= cursor {
+			redo = append(redo, r)
+		}
+	}
+	prev := recall.NewPreceding(ix.opts.ContextTurns)
+	for chunk := range slices.Chunk(redo, ix.opts.Batch) {
+		if _, _, err := ix.store(ctx, chunk, prev); err != nil {
+			return err
+		}
+	}
+	ix.prev, ix.prevAt = ix.preceding(cursor), cursor
+	return nil
+}
+
+// errEnough stops a scan that has what it wanted.
+var errEnough = errors.New("enough")
+
+// forget is Forget with the scan lock held; upTo is the newest record
+// indexed before this scan: the turns after a forgotten one up to it were
+// indexed with it in their context.
+func (ix *Indexer) forget(ctx context.Context, ids []string, upTo string) error {
+	var del []string
+	for _, id := range ids {
+		del = append(del, DocIDs(id)...)
+	}
+	if err := ix.opts.Index.Delete(ctx, del); err != nil {
+		return fmt.Errorf("delete forgotten records: %w", err)
+	}
+	if ix.opts.ContextTurns <= 0 {
+		return nil
+	}
+	for _, id := range ids {
+		if id > upTo {
+			continue // not indexed yet: nothing carries it
+		}
+		var after []journal.Record
+		turns := 0
+		err := ix.opts.Journal.ScanAfter(ctx, id, func(r journal.Record) error {
+			if r.ID > upTo || turns >= ix.opts.ContextTurns {
+				return errEnough
+			}
+			if r.IsTombstone() {
+				return nil
+			}
+			after = append(after, r)
+			if _, ok := turnText(Docs(r, ix.opts.Session)); ok {
+				turns++
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errEnough) {
+			return fmt.Errorf("scan journal: %w", err)
+		}
+		// Their context starts again after the gap: the turns before the
+		// forgotten one are not read back (a backwards read from the
+		// middle of the journal), which costs these few turns a little
+		// recall and never keeps a forgotten word.
+		if _, _, err := ix.store(ctx, after, recall.NewPreceding(ix.opts.ContextTurns)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // turnText is what the documents of one record add to the turns that make

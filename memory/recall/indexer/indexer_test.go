@@ -50,7 +50,15 @@ func (m *memIndex) Upsert(_ context.Context, docs []recall.Doc, vecs [][]float32
 	m.upserts = append(m.upserts, ids)
 	return nil
 }
-func (m *memIndex) Delete(context.Context, []string) error { return nil }
+func (m *memIndex) Delete(_ context.Context, ids []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range ids {
+		delete(m.docs, id)
+		delete(m.vecs, id)
+	}
+	return nil
+}
 func (m *memIndex) Lexical(context.Context, string, int, recall.Filter) ([]recall.Scored, error) {
 	return nil, nil
 }

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/mnemo/mnemo/ipc"
+)
+
+// forgetUsage is mnemo forget's help.
+const forgetUsage = `usage: mnemo forget [--purge] ID...
+  Forget turns for good: they leave the conversation, search and every
+  client's view; the journal keeps a tombstone. IDs are turn ids or search
+  hit ids (mnemo search shows them).
+  --purge   also erase the text of every forgotten turn from the journal on
+            disk (not undoable); with no ID, purge what was forgotten before`
+
+// forget asks hearth to forget the turns args name and says what it did.
+func forget(ctx context.Context, addr string, opts ipc.DialOptions, args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("forget", flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.Usage = func() { fmt.Fprintln(w, forgetUsage) }
+	purge := fs.Bool("purge", false, "also erase the forgotten text from disk")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ids := fs.Args()
+	if len(ids) == 0 && !*purge {
+		return errors.New(forgetUsage)
+	}
+	conn, err := ipc.Dial(ctx, addr, opts)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if !hasFeature(conn.History(), "forget") {
+		return errors.New("this hearth cannot forget turns: upgrade it")
+	}
+	ref := newRef()
+	if err := conn.Send(&ipc.Forget{IDs: ids, Purge: *purge, Ref: ref}); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	m, err := awaitRef(ctx, conn, ref)
+	if err != nil {
+		return err
+	}
+	f, ok := m.(*ipc.Forgotten)
+	if !ok {
+		return fmt.Errorf("hearth answered forget with %q", m.Type())
+	}
+	if len(f.IDs) > 0 {
+		fmt.Fprintf(w, "forgot %d turn(s): %s\n", len(f.IDs), strings.Join(f.IDs, " "))
+	}
+	if len(f.Unknown) > 0 {
+		fmt.Fprintf(w, "no turn has these ids (or they were forgotten already): %s\n", strings.Join(f.Unknown, " "))
+	}
+	switch {
+	case f.Purged != nil:
+		fmt.Fprintf(w, "purged: the text of %d turn(s) was erased from %d journal file(s)\n", f.Purged.Records, f.Purged.Shards)
+	case len(f.IDs) > 0:
+		fmt.Fprintln(w, "their text stays in the journal on disk until `mnemo forget --purge`")
+	}
+	return nil
+}
+
+// search prints the hits of a memory search, each with the id that
+// mnemo forget takes.
+func search(ctx context.Context, addr string, opts ipc.DialOptions, args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("search", flag.ContinueOnError)
+	fs.SetOutput(w)
+	k := fs.Int("k", 10, "how many hits")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	query := strings.Join(fs.Args(), " ")
+	if strings.TrimSpace(query) == "" {
+		return errors.New(`search needs the query: mnemo search "garden plans"`)
+	}
+	conn, err := ipc.Dial(ctx, addr, opts)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ref := newRef()
+	if err := conn.Send(&ipc.Search{Query: query, K: *k, Ref: ref}); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	m, err := awaitRef(ctx, conn, ref)
+	if err != nil {
+		return err
+	}
+	res, ok := m.(*ipc.SearchResults)
+	if !ok {
+		return fmt.Errorf("hearth answered search with %q", m.Type())
+	}
+	if len(res.Results) == 0 {
+		fmt.Fprintln(w, "no memories match")
+		return nil
+	}
+	for _, h := range res.Results {
+		text := strings.Join(strings.Fields(h.Turn.Content), " ")
+		if len(text) > 200 {
+			text = text[:200] + "…"
+		}
+		fmt.Fprintf(w, "%s  %s  %-5s  %.2f  %s\n", h.Turn.ID, h.Turn.TS.Local().Format(time.DateTime), h.Turn.Role, h.Score, text)
+	}
+	return nil
+}
+
+// awaitRef returns hearth's answer to the request ref: the first message
+// carrying it, an error about it returned as an error.
+func awaitRef(ctx context.Context, conn *ipc.Conn, ref string) (ipc.Msg, error) {
+	for {
+		m, err := conn.Recv(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("connection to hearth lost: %w", err)
+		}
+		switch m := m.(type) {
+		case *ipc.Error:
+			if m.Ref == ref {
+				return nil, m
+			}
+		case *ipc.Forgotten:
+			if m.Ref == ref {
+				return m, nil
+			}
+		case *ipc.SearchResults:
+			if m.Ref == ref {
+				return m, nil
+			}
+		}
+	}
+}
+
+func hasFeature(h *ipc.History, f string) bool {
+	for _, x := range h.Features {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+func newRef() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
