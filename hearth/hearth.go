@@ -33,6 +33,9 @@ type Model interface {
 type Journal interface {
 	Append(ctx context.Context, rec journal.Record) (journal.Record, error)
 	Tail(n int) ([]journal.Record, error)
+	// ScanAfter calls fn for every record after id ("": all), oldest
+	// first, until fn returns an error (see History).
+	ScanAfter(ctx context.Context, id string, fn func(journal.Record) error) error
 	// Find returns the live records among ids (see Forget).
 	Find(ctx context.Context, ids []string) (map[string]journal.Record, error)
 	// Purge removes the content of every forgotten record from disk.
@@ -357,7 +360,7 @@ func (h *Hearth) snapshotLocked() *Snapshot {
 // features is what this core offers, listed in every snapshot so that
 // clients decide from it instead of guessing (DESIGN.md documents each).
 func (h *Hearth) features() []string {
-	f := []string{"cancel", "confirm", "forget", "health"}
+	f := []string{"cancel", "confirm", "forget", "health", "history_query"}
 	if h.cfg.Memory != nil {
 		f = append(f, "search", "search_filters")
 	}

@@ -34,6 +34,7 @@ const (
 	TypeConfirm      = "confirm"
 	TypeSearch       = "search"
 	TypeHealth       = "health"
+	TypeHistoryQuery = "history_query"
 	TypeForget       = "forget"
 )
 
@@ -52,6 +53,7 @@ const (
 	TypeConfirmRequest  = "confirm_request"
 	TypeSearchResults   = "search_results"
 	TypeHealthReport    = "health_report"
+	TypeHistoryPage     = "history_page"
 	TypeForgotten       = "forgotten"
 )
 
@@ -426,6 +428,31 @@ type IndexHealth struct {
 	KeywordSearches int `json:"keyword_searches,omitempty"`
 }
 
+// HistoryQuery reads stored turns back beyond the snapshot a connect
+// gets (feature "history_query"): the newest Limit turns (0: all of them)
+// after the turn After ("": from the first) and from Since on. They come
+// oldest first in one HistoryPage, or, when they do not fit one, in the
+// first pages of them: More says there is more of the selection, which
+// the same query with After set to the page's last turn id continues.
+//
+//	{"type":"history_query","limit":20,"ref":"h1"}
+//	{"type":"history_query","since":"2026-11-01T00:00:00Z","after":"01KAK3J7Y0…","ref":"h2"}
+type HistoryQuery struct {
+	Limit int       `json:"limit,omitempty"`
+	After string    `json:"after,omitempty"`
+	Since time.Time `json:"since,omitzero"`
+	Ref   string    `json:"ref,omitempty"`
+}
+
+// HistoryPage answers HistoryQuery: turns oldest first.
+//
+//	{"type":"history_page","ref":"h1","turns":[…],"more":true}
+type HistoryPage struct {
+	Ref   string `json:"ref,omitempty"`
+	Turns []Turn `json:"turns"`
+	More  bool   `json:"more,omitempty"`
+}
+
 // Forget asks hearth to forget turns, named by their ids or by the ids of
 // search hits ("<id>#<n>" names the record it is part of). They leave the
 // conversation, every client's view and every index; the journal keeps a
@@ -494,6 +521,8 @@ func (*Search) Type() string          { return TypeSearch }
 func (*SearchResults) Type() string   { return TypeSearchResults }
 func (*Health) Type() string          { return TypeHealth }
 func (*HealthReport) Type() string    { return TypeHealthReport }
+func (*HistoryQuery) Type() string    { return TypeHistoryQuery }
+func (*HistoryPage) Type() string     { return TypeHistoryPage }
 func (*Forget) Type() string          { return TypeForget }
 func (*Forgotten) Type() string       { return TypeForgotten }
 
@@ -548,6 +577,10 @@ func newMsg(typ string) Msg {
 		return new(Health)
 	case TypeHealthReport:
 		return new(HealthReport)
+	case TypeHistoryQuery:
+		return new(HistoryQuery)
+	case TypeHistoryPage:
+		return new(HistoryPage)
 	case TypeForget:
 		return new(Forget)
 	case TypeForgotten:

@@ -31,6 +31,7 @@ type Core interface {
 	Confirm(id string, approve bool) error
 	Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
 	Forget(ctx context.Context, req hearth.ForgetRequest) (hearth.ForgetResult, error)
+	History(ctx context.Context, q hearth.HistoryQuery) (hearth.HistoryPage, error)
 	Health() hearth.Health
 	Settled(ctx context.Context) error
 	RequestVoice(ctx context.Context) error
@@ -170,6 +171,8 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.search(m)
 	case *ipc.Forget:
 		s.forget(m)
+	case *ipc.HistoryQuery:
+		s.history(m)
 	case *ipc.Health:
 		s.reply(s.health(m.Ref))
 	case *ipc.Disconnect:
@@ -271,6 +274,45 @@ func (s *Session) forget(m *ipc.Forget) {
 		}
 		s.reply(out)
 	})
+}
+
+// history answers a history query off the caller's goroutine (it reads
+// the journal); Close cancels it.
+func (s *Session) history(m *ipc.HistoryQuery) {
+	q := hearth.HistoryQuery{Limit: m.Limit, After: m.After, Since: m.Since}
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, historyTimeout)
+		defer cancel()
+		page, err := s.core.History(ctx, q)
+		if err != nil {
+			s.refuse(err, m.Ref)
+			return
+		}
+		s.reply(HistoryPage(m.Ref, page))
+	})
+}
+
+// historyTimeout bounds reading one page of history from the journal.
+const historyTimeout = 30 * time.Second
+
+// HistoryPage is a page of records on the wire, cut to fit one line: the
+// turns that do not fit are left for the next page (More).
+func HistoryPage(ref string, p hearth.HistoryPage) *ipc.HistoryPage {
+	out := &ipc.HistoryPage{Ref: ref, Turns: make([]ipc.Turn, 0, len(p.Records)), More: p.More}
+	room := ipc.MaxLineBytes - 256 - len(ref)*6
+	for _, r := range p.Records {
+		t := Turn(r)
+		b, err := json.Marshal(t)
+		if err != nil {
+			continue // cannot happen: a Turn always encodes
+		}
+		if room -= len(b) + 1; room < 0 && len(out.Turns) > 0 {
+			out.More = true
+			break
+		}
+		out.Turns = append(out.Turns, t)
+	}
+	return out
 }
 
 // SearchHit is a memory hit on the wire, its text and provenance bounded.
