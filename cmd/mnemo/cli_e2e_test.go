@@ -215,6 +215,8 @@ func TestSendExitCodes(t *testing.T) {
 		{name: "no text", addr: d.Addr, tok: token, args: []string{"send"}, code: 2},
 		{name: "unknown command", addr: d.Addr, tok: token, args: []string{"sned", "hello"}, code: 2},
 		{name: "unknown flag", addr: d.Addr, tok: token, args: []string{"--bogus", "send", "hello"}, code: 2},
+		{name: "forget without ids", addr: d.Addr, tok: token, args: []string{"forget"}, code: 2},
+		{name: "search without a query", addr: d.Addr, tok: token, args: []string{"search"}, code: 2},
 		{name: "nothing listening", addr: closed, tok: token, args: []string{"send", "hello"}, code: 3},
 		{name: "wrong token", addr: d.Addr, tok: "wrong-token-0123456789", args: []string{"send", "hello"}, code: 3},
 		{name: "no token", addr: d.Addr, args: []string{"send", "hello"}, code: 3},
