@@ -323,6 +323,17 @@ func Chat(ctx context.Context, o Options, in io.Reader, w io.Writer, echo bool) 
 			}
 			return &UnreachableError{err}
 		case e := <-events:
+			if e.State != nil && e.State.State == ipc.StateReconnecting {
+				// What was sent on the lost connection will not be
+				// answered: hearth stores a queued message unanswered
+				// when it stops. What waits in the outbox goes out
+				// again once connected.
+				waiting := make(map[string]bool, len(outbox))
+				for _, m := range outbox {
+					waiting[m.Ref] = true
+				}
+				v.abandon(waiting)
+			}
 			v.show(e)
 			if e.State != nil && e.State.State == ipc.StateConnected {
 				for len(outbox) > 0 && client.Send(outbox[0]) == nil {
@@ -429,10 +440,13 @@ func (v *chatView) show(e ipc.Event) {
 	case *ipc.Done:
 		v.seen[m.Turn.ID] = true
 		v.endStream()
-		if !m.Turn.Incomplete {
-			delete(v.mine, v.answering)
-			v.answering = ""
+		if m.Turn.Incomplete && v.answering != "" {
+			// Cancelled, or cut off by hearth stopping: not answered.
+			v.failed++
+			fmt.Fprintln(v.w, "! the reply was cut off")
 		}
+		delete(v.mine, v.answering)
+		v.answering = ""
 	case *ipc.Error:
 		v.endStream()
 		if text, ok := v.mine[m.Ref]; ok && m.Ref != "" && m.Code != ipc.CodeToolError {
@@ -445,6 +459,31 @@ func (v *chatView) show(e ipc.Event) {
 		}
 		fmt.Fprintf(v.w, "! %s\n", m.Message)
 	}
+}
+
+// abandon counts as failed every message of ours still owed a reply,
+// but those in keep, and says so.
+func (v *chatView) abandon(keep map[string]bool) {
+	for ref, text := range v.mine {
+		if keep[ref] {
+			continue
+		}
+		v.endStream()
+		v.echoMine(ref, text)
+		fmt.Fprintf(v.w, "! hearth went away before answering %q\n", cut(text, 60))
+		v.failed++
+		delete(v.mine, ref)
+	}
+	v.answering = ""
+}
+
+// cut is s shortened to about n runes, with an ellipsis when cut.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }
 
 func (v *chatView) endStream() {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -234,5 +235,58 @@ func TestSendExitCodes(t *testing.T) {
 				t.Errorf("mnemo %v failed without saying why: %q", tc.args, r.stderr)
 			}
 		})
+	}
+}
+
+// Piped chat whose hearth dies while a reply is owed exits 1 saying so,
+// instead of waiting for an answer that will never come.
+func TestChatPipedHearthGoesAway(t *testing.T) {
+	model := llmtest.NewOpenAI(t, "sk-test")
+	model.Enqueue(llmtest.Reply{Hang: true})
+	d := startDaemon(t, filepath.Join(t.TempDir(), "root"), "127.0.0.1:0", openaiEnv(model))
+
+	home := t.TempDir()
+	cmd := exec.Command(bins.Mnemo, "--addr", d.Addr, "chat")
+	cmd.Env = []string{"HOME=" + home, "XDG_STATE_HOME=" + filepath.Join(home, "state"), "APP_AUTH_TOKEN=" + token}
+	cmd.Stdin = strings.NewReader("will you answer?\n")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	var out bytes.Buffer
+	buf := make([]byte, 4096)
+	for !strings.Contains(out.String(), "> will you answer?") {
+		n, err := stdout.Read(buf)
+		out.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("chat output ended before the message was stored: %v\n%s", err, out.String())
+		}
+	}
+	d.Kill(t) // the message is stored; its reply never comes
+
+	done := make(chan error, 1)
+	var rest []byte
+	go func() {
+		rest, _ = io.ReadAll(stdout) // until chat exits
+		done <- cmd.Wait()
+	}()
+	select {
+	case err = <-done:
+		out.Write(rest)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("chat still waits 30s after hearth died:\n%s", out.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("chat exit: %v, want 1\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "hearth went away before answering") {
+		t.Errorf("chat did not say the message went unanswered:\n%s", out.String())
 	}
 }
