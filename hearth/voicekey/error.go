@@ -32,7 +32,9 @@ type Error struct {
 }
 
 func (m *Minter) fail(c Category, status int, after time.Duration, cause error) *Error {
-	return &Error{Category: c, Provider: m.s.Provider, Status: status, RetryAfter: after, cause: cause}
+	e := &Error{Category: c, Provider: m.s.Provider, Status: status, RetryAfter: after, cause: cause}
+	m.s.Log.Warn("voice credential not minted", "detail", e.LogDetail())
+	return e
 }
 
 func categorize(status int) Category {
