@@ -93,10 +93,12 @@ type fakeMemory struct{}
 func (fakeMemory) Relevant(_ context.Context, req memory.ContextRequest) string {
 	return "Relevant memories (query: " + strings.ReplaceAll(req.Query, "\n", " / ") + "):\n- the owner likes oolong"
 }
-func (fakeMemory) Search(context.Context, memory.SearchRequest) ([]memory.Hit, error) { return nil, nil }
-func (fakeMemory) Notify(string)                                                    {}
-func (fakeMemory) Health() *memory.IndexHealth                                      { return nil }
-func (fakeMemory) Forget(context.Context, []string, bool) error                     { return nil }
+func (fakeMemory) Search(context.Context, memory.SearchRequest) ([]memory.Hit, error) {
+	return nil, nil
+}
+func (fakeMemory) Notify(string)                                {}
+func (fakeMemory) Health() *memory.IndexHealth                  { return nil }
+func (fakeMemory) Forget(context.Context, []string, bool) error { return nil }
 
 // recModel answers every turn "ok" and keeps what it was sent.
 type recModel struct {
