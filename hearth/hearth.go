@@ -91,6 +91,8 @@ type Config struct {
 	Tools agent.Tools
 	// Anchor opens every session; nil injects nothing.
 	Anchor Anchor
+	// Voice mints realtime voice credentials; nil: no voice provider.
+	Voice VoiceMinter
 
 	HistoryTurns   int           // records in a snapshot; default 50
 	ContextTurns   int           // most records sent to the model, within the budget; default 100
@@ -177,12 +179,17 @@ type conversation struct {
 	// when it drops to zero (nil while it is zero). See Settled.
 	asked   int
 	settled chan struct{}
+	// voice is the mode-switch state cross-modal injection keeps.
+	voice modeState
 }
 
 // turnReq is a message or transcript waiting its turn.
 type turnReq struct {
 	rec journal.Record
 	ref string
+	// mark, when set, is no turn: it primes the voice→text injection
+	// once what was queued before it is stored (see StopVoice).
+	mark *modeMark
 }
 
 // New returns a Hearth over cfg, with the recent records read from the
@@ -211,6 +218,7 @@ func New(cfg Config) (*Hearth, error) {
 			recent:   recent,
 			state:    StateIdle,
 			confirms: make(map[string]chan bool),
+			voice:    initialMode(recent),
 		},
 	}
 	if cfg.Models != nil {
@@ -256,6 +264,11 @@ func (h *Hearth) converse(ctx, turnCtx context.Context, c *conversation) {
 			h.drain(turnCtx, c)
 			return
 		case req := <-c.turns:
+			if req.mark != nil {
+				h.prime(c, req.mark)
+				h.answered(c)
+				continue
+			}
 			if sess == nil && req.rec.Role == memory.RoleUser && req.rec.Mode == memory.ModeText {
 				sess = h.startSession(turnCtx, c)
 			}
@@ -278,7 +291,9 @@ func (h *Hearth) drain(ctx context.Context, c *conversation) {
 	for {
 		select {
 		case req := <-c.turns:
-			h.store(ctx, c, req)
+			if req.mark == nil {
+				h.store(ctx, c, req)
+			}
 			h.answered(c)
 		default:
 			return
@@ -364,7 +379,11 @@ func (h *Hearth) features() []string {
 	if h.cfg.Memory != nil {
 		f = append(f, "search", "search_filters")
 	}
-	return append(f, "tools", "transcript")
+	f = append(f, "tools", "transcript")
+	if h.cfg.Voice != nil {
+		f = append(f, "voice")
+	}
+	return f
 }
 
 // Announce publishes a notice to every subscriber of ClassNotices.

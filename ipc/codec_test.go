@@ -64,7 +64,12 @@ var samples = []struct {
 		Reason:    "the owner asked about tea",
 	}},
 	{ipc.TypeToolResult, &ipc.ToolResult{ID: "call_1", Name: "memory_search", Result: "3 hits", Error: "partial", DurationMS: 3}},
-	{ipc.TypeVoiceCredential, &ipc.VoiceCredential{Token: "eph", ExpiresAt: ts2, Instructions: "be brief", Model: "grok-voice", URL: "wss://example.invalid/v1/realtime"}},
+	{ipc.TypeVoiceCredential, &ipc.VoiceCredential{
+		Token: "eph", ExpiresAt: ts2, Instructions: "be brief", Model: "grok-voice", URL: "wss://example.invalid/v1/realtime",
+		Dialect: ipc.DialectXAI, Voice: "eve", TranscriptionModel: "grok-transcribe",
+		VAD:   &ipc.VoiceVAD{Type: ipc.VADServer, Threshold: 0.2, SilenceMS: 500, PrefixPaddingMS: 300},
+		Tools: []ipc.VoiceTool{{Name: "memory_search", Description: "search memory", Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}},
+	}},
 	{ipc.TypeError, &ipc.Error{Code: ipc.CodeNoProvider, Message: "no model provider is configured", Ref: "c1"}},
 	{ipc.TypePong, &ipc.Pong{Ref: "p1"}},
 	{ipc.TypeCancel, &ipc.Cancel{Ref: "c1"}},

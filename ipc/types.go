@@ -100,8 +100,9 @@ const (
 	CodeUnavailable     = "unavailable" // the feature is not available on this hearth
 	CodeShuttingDown    = "shutting_down"
 	CodeInternal        = "internal"
-	CodeCancelled       = "cancelled"      // the turn was cancelled by a client
-	CodeConfigInvalid   = "config_invalid" // a changed preference file is invalid; the last good one stays
+	CodeCancelled       = "cancelled"         // the turn was cancelled by a client
+	CodeConfigInvalid   = "config_invalid"    // a changed preference file is invalid; the last good one stays
+	CodeNoVoiceProvider = "no_voice_provider" // no realtime voice provider is configured
 )
 
 // Turn is one stored turn of the conversation as it crosses the wire.
@@ -278,16 +279,58 @@ type ToolResult struct {
 	Confirmed *bool `json:"confirmed,omitempty"`
 }
 
-// VoiceCredential carries an ephemeral realtime credential. The API key
-// never leaves hearth.
+// VoiceCredential carries an ephemeral realtime credential and the
+// session settings the client sends in its session.update. The API key
+// never leaves hearth: Token is a short-lived client secret, good for
+// opening one session before ExpiresAt.
 //
-//	{"type":"voice_credential","token":"…","expires_at":"…","instructions":"…"}
+//	{"type":"voice_credential","token":"…","expires_at":"…","url":"wss://api.x.ai/v1/realtime?model=…",
+//	 "model":"…","dialect":"xai","voice":"eve","instructions":"…",
+//	 "vad":{"type":"server_vad","threshold":0.2,"silence_ms":500,"prefix_padding_ms":300},
+//	 "transcription_model":"grok-transcribe","tools":[{"name":"…","description":"…","parameters":{…}}]}
 type VoiceCredential struct {
 	Token        string    `json:"token"`
 	ExpiresAt    time.Time `json:"expires_at"`
 	Instructions string    `json:"instructions,omitempty"`
 	Model        string    `json:"model,omitempty"`
 	URL          string    `json:"url,omitempty"`
+	// Dialect is the realtime protocol the URL speaks: DialectXAI or
+	// DialectOpenAI.
+	Dialect            string      `json:"dialect,omitempty"`
+	Voice              string      `json:"voice,omitempty"`
+	VAD                *VoiceVAD   `json:"vad,omitempty"`
+	TranscriptionModel string      `json:"transcription_model,omitempty"`
+	Tools              []VoiceTool `json:"tools,omitempty"`
+}
+
+// Realtime dialects of VoiceCredential.Dialect.
+const (
+	DialectXAI    = "xai"
+	DialectOpenAI = "openai"
+)
+
+// VoiceVAD is a voice session's turn detection: Type VADServer (the
+// provider detects speech with Threshold, SilenceMS and PrefixPaddingMS)
+// or VADManual (the client commits each turn: push-to-talk).
+type VoiceVAD struct {
+	Type            string  `json:"type"`
+	Threshold       float64 `json:"threshold,omitempty"`
+	SilenceMS       int64   `json:"silence_ms,omitempty"`
+	PrefixPaddingMS int64   `json:"prefix_padding_ms,omitempty"`
+}
+
+// Turn detection types of VoiceVAD.Type.
+const (
+	VADServer = "server_vad"
+	VADManual = "manual"
+)
+
+// VoiceTool is a function the voice session is offered; Parameters is its
+// JSON Schema.
+type VoiceTool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Parameters  any    `json:"parameters,omitempty"`
 }
 
 // Error is a failure safe for display.

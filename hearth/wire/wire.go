@@ -34,7 +34,7 @@ type Core interface {
 	History(ctx context.Context, q hearth.HistoryQuery) (hearth.HistoryPage, error)
 	Health() hearth.Health
 	Settled(ctx context.Context) error
-	RequestVoice(ctx context.Context) error
+	RequestVoice(ctx context.Context) (hearth.VoiceCredential, error)
 	StopVoice()
 }
 
@@ -160,7 +160,7 @@ func (s *Session) Handle(m ipc.Msg) bool {
 	case *ipc.Ping:
 		s.reply(&ipc.Pong{Ref: m.Ref})
 	case *ipc.VoiceRequest:
-		s.refuse(s.core.RequestVoice(s.ctx), "")
+		s.voice()
 	case *ipc.StopVoice:
 		s.core.StopVoice()
 	case *ipc.Cancel:
@@ -247,6 +247,40 @@ func (s *Session) search(m *ipc.Search) {
 		}
 		s.reply(res)
 	})
+}
+
+// voiceTimeout bounds minting a voice credential (the minter bounds its
+// own call to the provider more tightly).
+const voiceTimeout = 30 * time.Second
+
+// voice mints a voice credential off the caller's goroutine and sends it
+// to this client only; Close cancels it.
+func (s *Session) voice() {
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, voiceTimeout)
+		defer cancel()
+		cred, err := s.core.RequestVoice(ctx)
+		if err != nil {
+			s.refuse(err, "")
+			return
+		}
+		s.reply(VoiceCredential(cred))
+	})
+}
+
+// VoiceCredential is a minted credential on the wire.
+func VoiceCredential(c hearth.VoiceCredential) *ipc.VoiceCredential {
+	m := &ipc.VoiceCredential{
+		Token: c.Value, ExpiresAt: c.ExpiresAt, URL: c.URL, Model: c.Model, Dialect: c.Dialect,
+		Voice: c.Voice, Instructions: c.Instructions, TranscriptionModel: c.Transcription,
+	}
+	if c.VAD.Type != "" {
+		m.VAD = &ipc.VoiceVAD{Type: c.VAD.Type, Threshold: c.VAD.Threshold, SilenceMS: c.VAD.Silence.Milliseconds(), PrefixPaddingMS: c.VAD.PrefixPadding.Milliseconds()}
+	}
+	for _, t := range c.Tools {
+		m.Tools = append(m.Tools, ipc.VoiceTool{Name: t.Name, Description: t.Description, Parameters: rawArgs(t.Parameters)})
+	}
+	return m
 }
 
 // forgetTimeout bounds a forget, its purge included.
