@@ -48,6 +48,21 @@ func (j *memJournal) Tail(n int) ([]journal.Record, error) {
 func (j *memJournal) Find(context.Context, []string) (map[string]journal.Record, error) {
 	return nil, nil
 }
+func (j *memJournal) ScanAfter(ctx context.Context, id string, fn func(journal.Record) error) error {
+	j.mu.Lock()
+	recs := append([]journal.Record(nil), j.recs...)
+	j.mu.Unlock()
+	after := id == ""
+	for _, r := range recs {
+		if after {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		after = after || r.ID == id
+	}
+	return nil
+}
 func (j *memJournal) Purge(context.Context) (journal.PurgeReport, error) {
 	return journal.PurgeReport{}, nil
 }
