@@ -88,10 +88,15 @@ type Result struct {
 // the new note, and the new note's supersedes naming them. A deprecate
 // keeps the note and marks it deprecated; only a delete removes a file.
 //
+// A note written by anyone but the owner is stamped (updated_at now,
+// created_at kept from the note it replaces) and written in canonical form;
+// the owner's text is written byte for byte. The proposal, if queued in
+// inbox/proposals/, leaves the inbox in the same commit.
+//
 // When the commit fails (a held index.lock, a corrupt repository), the
-// files are written and ledgered with the error, the queued proposal stays
-// in the inbox, and Apply returns a *CommitError: the write is durable and
-// the next commit of those paths takes it in.
+// files are written and ledgered with the error (commit_error), and Apply
+// returns a *CommitError: the write is durable, and the next commit of those
+// paths takes it in.
 func (v *Vault) Apply(ctx context.Context, p *Proposal) (Result, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -129,6 +134,12 @@ func (v *Vault) Apply(ctx context.Context, p *Proposal) (Result, error) {
 				return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
 			}
 			newNote = n
+			// The owner's text is written as they wrote it; anyone
+			// else's note is stamped and written canonically.
+			if p.Author != AuthorOwner && p.Patch == nil {
+				stamp(n, current, now)
+				after = n.Format()
+			}
 		}
 		writes = append(writes, write{p.Path, current, after})
 	case OpDeprecate:
@@ -239,6 +250,17 @@ func newStatus(b []byte) Status {
 		return ""
 	}
 	return n.Status
+}
+
+// stamp sets n's updated_at to now and its created_at to that of the note
+// it replaces (old), or now for a new note.
+func stamp(n *Note, old []byte, now time.Time) {
+	n.UpdatedAt = now
+	if o, err := ParseNote("", old); old != nil && err == nil && !o.CreatedAt.IsZero() {
+		n.CreatedAt = o.CreatedAt
+	} else if n.CreatedAt.IsZero() {
+		n.CreatedAt = now
+	}
 }
 
 func patch(n *Note, pt *Patch, now time.Time) {

@@ -27,8 +27,12 @@ func TestApplyCreateUpdateDeprecateDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Commit == "" || headFile(t, dir, p.Path) != p.Content {
+	created, _ := v.Read(p.Path)
+	if res.Commit == "" || headFile(t, dir, p.Path) != string(created) {
 		t.Fatalf("not committed: %+v", res)
+	}
+	if n, err := ParseNote(p.Path, created); err != nil || !n.CreatedAt.Equal(v.now()) || !n.UpdatedAt.Equal(v.now()) {
+		t.Errorf("agent's note not stamped: %+v %v", n, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, proposalPath(p.ID))); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("applied proposal still in the inbox: %v", err)
@@ -100,7 +104,7 @@ func TestApplyCreateUpdateDeprecateDelete(t *testing.T) {
 			t.Errorf("entry %d: %+v", i, e)
 		}
 	}
-	if entries[0].Before != "" || entries[0].After != Hash([]byte(p.Content)) || entries[3].After != "" || entries[3].Before != Hash(b) {
+	if entries[0].Before != "" || entries[0].After != Hash(created) || entries[3].After != "" || entries[3].Before != Hash(b) {
 		t.Errorf("hashes: %+v", entries)
 	}
 	// The ledger reaches git with the next commit.

@@ -75,7 +75,9 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 			}
 			continue
 		}
-		if _, err := wt.Add(p); err != nil {
+		// SkipStatus: staging one file must not hash the whole worktree
+		// (the journal is large and not committed here).
+		if err := wt.AddWithOptions(&git.AddOptions{Path: p, SkipStatus: true}); err != nil {
 			return fail(fmt.Errorf("stage %s: %w", p, err))
 		}
 	}

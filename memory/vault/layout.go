@@ -148,3 +148,40 @@ func createNew(root *os.Root, name string, r io.Reader) (created bool, err error
 	}
 	return true, f.Close()
 }
+
+// Open lays the vault out in the memory root dir (Ensure) and commits what
+// it created, as author "job:layout" with one ledger line per file, so that
+// git holds the layout from the start. A failed commit is returned as a
+// *CommitError with the Vault: the files are written, and the next commit
+// of those paths takes them in.
+func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*Vault, error) {
+	v := New(dir, log)
+	created, err := Ensure(ctx, dir, defaults, log)
+	if err != nil {
+		return nil, err
+	}
+	if len(created) == 0 {
+		return v, nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	const author, reason = "job:layout", "lay out the vault: the defaults the memory root lacked"
+	commit, cerr := Commit(ctx, dir, created, "vault: lay out the memory root\n\n"+reason+"\n\nAuthor: "+author+"\n", author)
+	now := v.now().UTC()
+	entries := make([]Entry, 0, len(created))
+	for _, p := range created {
+		b, err := v.Read(p)
+		if err != nil {
+			return nil, err
+		}
+		e := Entry{TS: now, Op: OpCreate, Path: p, Author: author, Reason: reason, After: Hash(b), Commit: commit}
+		if cerr != nil {
+			e.CommitErr = cerr.Error()
+		}
+		entries = append(entries, e)
+	}
+	if err := appendLedger(dir, entries...); err != nil {
+		return nil, errors.Join(err, cerr)
+	}
+	return v, cerr
+}

@@ -158,7 +158,7 @@ var protected = []string{ContinuityFile, AgentFile, InvariantsFile, "config/", "
 //   - continuity.json, AGENT.md, invariants.md, config/, prompts/: queue
 //   - no reason, no sources, an inference not proposed as a draft, a claim
 //     too short to mean anything: reject
-//   - delete, a contradiction or supersession, a queued path, note type or
+//   - delete or deprecate, a contradiction or supersession, a queued path, note type or
 //     domain (declared or found by keyword), confidence under the policy's
 //     minimum, or a path the policy does not auto-apply: queue
 //   - otherwise: apply
@@ -218,6 +218,8 @@ func Decide(pol Policy, p *Proposal, current []byte) Decision {
 	switch {
 	case p.Op == OpDelete:
 		return queue("deletion is explicit: the owner decides")
+	case p.Op == OpDeprecate:
+		return queue("retiring a note: the owner decides")
 	case p.Contradicts:
 		return queue("contradicts what is known")
 	case len(p.Supersedes) > 0:

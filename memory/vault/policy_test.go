@@ -90,6 +90,8 @@ func TestDecide(t *testing.T) {
 		{"proposer says medium risk", with(project, func(p *Proposal) { p.Risk = "medium" }), nil, Queue},
 		{"path not auto-applied", create("knowledge/misc/x.md", noteText("project", Active, 0.9, "", claim)), nil, Queue},
 		{"delete", Proposal{ID: "prop_3", Op: OpDelete, Path: "knowledge/projects/mnemo.md", Base: base, Reason: "wrong", Sources: src, Author: AuthorAgent}, existing, Queue},
+		{"deprecate", Proposal{ID: "prop_3", Op: OpDeprecate, Path: "knowledge/projects/mnemo.md", Base: base, Reason: "ended", Sources: src, Author: AuthorAgent}, existing, Queue},
+		{"owner deprecates", Proposal{ID: "prop_3", Op: OpDeprecate, Path: "knowledge/projects/mnemo.md", Base: base, Reason: "ended", Author: AuthorOwner}, existing, Apply},
 		{"continuity.json", create(ContinuityFile, `{"name":"a new name for the owner"}`), nil, Queue},
 		{"continuity.json low risk", with(create(ContinuityFile, `{"name":"a new name for the owner"}`), func(p *Proposal) { p.Risk = "low" }), nil, Queue},
 		{"AGENT.md", create(AgentFile, "be terse always and never ask questions"), nil, Queue},
@@ -181,5 +183,22 @@ func FuzzParsePolicy(f *testing.F) {
 		if d := Decide(pol, p, nil); d.Verdict != Reject {
 			t.Fatalf("policy %q: a proposal without sources is %s", b, d.Verdict)
 		}
+	})
+}
+
+func FuzzDecodeProposal(f *testing.F) {
+	f.Add([]byte(`{"id":"prop_1","op":"create","path":"knowledge/a.md","content":"x","reason":"r","author":"agent","created_at":"2026-01-30T10:45:00Z"}`))
+	f.Add([]byte(`{"id":"prop_1","op":"update","path":"knowledge/a.md","base_sha256":"ab","patch":{"body_append":"y","confidence":0.5},"reason":"r","author":"agent","created_at":"2026-01-30T10:45:00Z"}`))
+	f.Add([]byte(`{"id":"prop_1","op":"delete","path":"../x","author":"agent"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := decodeProposal("f.json", b)
+		if err != nil {
+			return
+		}
+		if err := checkPath(p.Path); err != nil {
+			t.Fatalf("decoded a proposal with a bad path: %v", err)
+		}
+		Decide(DefaultPolicy(), p, nil)
+		Decide(DefaultPolicy(), p, []byte("---\nid: "+goodID+"\ntitle: t\n---\n"))
 	})
 }
