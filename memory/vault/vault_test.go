@@ -18,7 +18,7 @@ import (
 )
 
 // newRoot opens a memory root with its defaults and lays the vault out.
-func newRoot(t *testing.T) string {
+func newRoot(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	if _, err := memory.Open(t.Context(), dir, data.Defaults(), nil); err != nil {
