@@ -57,4 +57,3 @@ func BenchmarkApply(b *testing.B) {
 		})
 	}
 }
-
