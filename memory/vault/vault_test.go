@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -290,5 +291,45 @@ func TestCommitOnlyNamedPaths(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".git", "index.lock")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("index.lock left behind: %v", err)
+	}
+}
+
+// TestCommitAgreesWithGit: after Apply, the git CLI (when installed) sees
+// a clean worktree for what was written, and an intact repository.
+func TestCommitAgreesWithGit(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git binary")
+	}
+	dir := newRoot(t)
+	v := New(dir, nil)
+	p := projectProposal(t, "knowledge/projects/mnemo.md")
+	if _, err := v.Apply(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := v.Read(p.Path)
+	del := &Proposal{ID: NewProposalID(), Op: OpDelete, Path: p.Path, Base: Hash(b), Reason: "r", Author: AuthorOwner}
+	if _, err := v.Apply(t.Context(), del); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Commit(t.Context(), dir, []string{LedgerFile}, "ledger", AuthorOwner); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		cmd := exec.Command(gitBin, append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run("fsck", "--strict")
+	if st := run("status", "--porcelain", "--", "knowledge/projects", "audit"); st != "" {
+		t.Errorf("git status after vault commits:\n%s", st)
+	}
+	if log := run("log", "--format=%an %s"); !strings.Contains(log, "curator vault: create knowledge/projects/mnemo.md") ||
+		!strings.Contains(log, "owner vault: delete knowledge/projects/mnemo.md") {
+		t.Errorf("git log:\n%s", log)
 	}
 }
