@@ -69,6 +69,14 @@ func TestDecide(t *testing.T) {
 		{"into the journal", create("threads/2026/01/30.jsonl", "{}"), nil, Reject},
 		{"into the ledger", create("audit/ledger.jsonl", "{}"), nil, Reject},
 		{"into .git", create(".git/config", "x"), nil, Reject},
+		{"into a nested .git", create("knowledge/.git/config", "x"), nil, Reject},
+		{"a dot file", create("knowledge/projects/.x.md", noteText("project", Active, 0.9, "", claim)), nil, Reject},
+		{".gitignore", create(".gitignore", "*"), nil, Reject},
+		{"author that would corrupt a commit", with(project, func(p *Proposal) { p.Author = "agent <x@y> 0 +0000\ncommitter" }), nil, Reject},
+		{"unknown author", with(project, func(p *Proposal) { p.Author = "someone" }), nil, Reject},
+		{"bad id", with(project, func(p *Proposal) { p.ID = "prop_../../x" }), nil, Reject},
+		{"supersedes twice", with(project, func(p *Proposal) { p.Supersedes = []string{"knowledge/projects/a.md", "knowledge/projects/a.md"} }), nil, Reject},
+		{"supersedes itself", with(project, func(p *Proposal) { p.Supersedes = []string{p.Path} }), nil, Reject},
 		{"unknown op", with(project, func(p *Proposal) { p.Op = "upsert" }), nil, Reject},
 		{"owner's stale write", with(update, func(p *Proposal) { p.Author = AuthorOwner; p.Base = "x" }), existing, Reject},
 
@@ -102,7 +110,7 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.p
-			if p.ID == "prop_1" || p.ID == "prop_2" || p.ID == "prop_3" {
+			if p.ID == "prop_1" || p.ID == "prop_2" || p.ID == "prop_3" { // placeholders
 				p.ID = NewProposalID()
 			}
 			d := Decide(pol, &p, tc.current)
@@ -187,8 +195,8 @@ func FuzzParsePolicy(f *testing.F) {
 }
 
 func FuzzDecodeProposal(f *testing.F) {
-	f.Add([]byte(`{"id":"prop_1","op":"create","path":"knowledge/a.md","content":"x","reason":"r","author":"agent","created_at":"2026-01-30T10:45:00Z"}`))
-	f.Add([]byte(`{"id":"prop_1","op":"update","path":"knowledge/a.md","base_sha256":"ab","patch":{"body_append":"y","confidence":0.5},"reason":"r","author":"agent","created_at":"2026-01-30T10:45:00Z"}`))
+	f.Add([]byte(`{"id":"prop_01JABCDEFGHJKMNPQRSTVWXYZ0","op":"create","path":"knowledge/a.md","content":"x","reason":"r","author":"agent","created_at":"2026-01-30T10:45:00Z"}`))
+	f.Add([]byte(`{"id":"prop_01JABCDEFGHJKMNPQRSTVWXYZ0","op":"update","path":"knowledge/a.md","base_sha256":"ab","patch":{"body_append":"y","confidence":0.5},"reason":"r","author":"agent","created_at":"2026-01-30T10:45:00Z"}`))
 	f.Add([]byte(`{"id":"prop_1","op":"delete","path":"../x","author":"agent"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := decodeProposal("f.json", b)
@@ -197,6 +205,9 @@ func FuzzDecodeProposal(f *testing.F) {
 		}
 		if err := checkPath(p.Path); err != nil {
 			t.Fatalf("decoded a proposal with a bad path: %v", err)
+		}
+		if !validAuthor(p.Author) || checkID(p.ID) != nil {
+			t.Fatalf("decoded a proposal with a bad author or id: %q %q", p.Author, p.ID)
 		}
 		Decide(DefaultPolicy(), p, nil)
 		Decide(DefaultPolicy(), p, []byte("---\nid: "+goodID+"\ntitle: t\n---\n"))

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,9 +76,15 @@ func checkPath(p string) error {
 	if p == "" || !fs.ValidPath(p) || p == "." || path.Clean(p) != p || strings.Contains(p, "\\") {
 		return fmt.Errorf("path %q is not a clean relative path in the memory root", p)
 	}
+	for _, part := range strings.Split(p, "/") {
+		if strings.HasPrefix(part, ".") {
+			// .git anywhere, .gitignore, editors' and Apply's temporary files
+			return fmt.Errorf("path %q: a proposal cannot write dot files", p)
+		}
+	}
 	top, _, _ := strings.Cut(p, "/")
 	switch top {
-	case ".git", "threads", "index", "audit", "inbox", ".gitignore", "hearth.lock":
+	case "threads", "index", "audit", "inbox", "hearth.lock":
 		return fmt.Errorf("path %q is not writable by a proposal", p)
 	}
 	return nil
@@ -85,18 +92,24 @@ func checkPath(p string) error {
 
 // validate checks the proposal's shape.
 func (p *Proposal) validate() error {
-	if !strings.HasPrefix(p.ID, "prop_") || !fs.ValidPath(p.ID) || strings.Contains(p.ID, "/") {
-		return fmt.Errorf("proposal id %q: want prop_<ULID>", p.ID)
+	if err := checkID(p.ID); err != nil {
+		return err
+	}
+	if !validAuthor(p.Author) {
+		return fmt.Errorf("author %q: want agent, owner, curator or job:<name>", p.Author)
 	}
 	if err := checkPath(p.Path); err != nil {
 		return err
 	}
-	for _, s := range p.Supersedes {
+	for i, s := range p.Supersedes {
 		if err := checkPath(s); err != nil {
 			return fmt.Errorf("supersedes: %w", err)
 		}
 		if s == p.Path {
 			return fmt.Errorf("supersedes: a note cannot supersede itself")
+		}
+		if slices.Index(p.Supersedes, s) != i {
+			return fmt.Errorf("supersedes: %s named twice", s)
 		}
 	}
 	switch p.Op {
@@ -121,10 +134,36 @@ func (p *Proposal) validate() error {
 	default:
 		return fmt.Errorf("op %q: want create, update, deprecate or delete", p.Op)
 	}
-	if p.Author == "" {
-		return fmt.Errorf("proposal has no author")
+	return nil
+}
+
+// checkID reports whether id is prop_<ULID>.
+func checkID(id string) error {
+	rest, ok := strings.CutPrefix(id, "prop_")
+	if _, err := ulid.ParseStrict(rest); !ok || err != nil {
+		return fmt.Errorf("proposal id %q: want prop_<ULID>", id)
 	}
 	return nil
+}
+
+// validAuthor reports whether a is agent, owner, curator or job:<name>,
+// name in [a-z0-9_-]: it becomes a git author name, where '<', '>' or a
+// newline would corrupt the commit.
+func validAuthor(a string) bool {
+	switch a {
+	case AuthorAgent, AuthorOwner, AuthorCurator:
+		return true
+	}
+	name, ok := strings.CutPrefix(a, "job:")
+	if !ok || name == "" || len(name) > 64 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // SaveProposal stores p as inbox/proposals/<id>.json in the memory root dir,
@@ -144,8 +183,8 @@ func proposalPath(id string) string { return ProposalsDir + "/" + id + ".json" }
 
 // LoadProposal reads the queued proposal id from the memory root dir.
 func LoadProposal(dir, id string) (*Proposal, error) {
-	if !strings.HasPrefix(id, "prop_") || strings.ContainsAny(id, "/\\") {
-		return nil, fmt.Errorf("proposal id %q: want prop_<ULID>", id)
+	if err := checkID(id); err != nil {
+		return nil, err
 	}
 	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(proposalPath(id))))
 	if err != nil {
