@@ -182,6 +182,9 @@ func Decide(pol Policy, p *Proposal, current []byte) Decision {
 				return reject("the new note does not parse: %v", err)
 			}
 			note, claim = n, string(n.Body)
+			if old, err := ParseNote(p.Path, current); current != nil && err == nil && old.ID != n.ID {
+				return reject("an update keeps the note's id (%s); a new note is created and supersedes it", old.ID)
+			}
 		} else {
 			claim = p.Content
 		}

@@ -2,6 +2,7 @@ package vault
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,7 +53,12 @@ func TestDecide(t *testing.T) {
 		{"project note", project, nil, Apply},
 		{"thread summary", create("summaries/threads/2026-01-30.md", noteText("summary", Active, 0.8, "", "we talked about the vault layout today")), nil, Apply},
 		{"tool catalog", create("knowledge/system/tool_catalog.md", noteText("tool_catalog", Active, 1, "", "search: find turns in the journal by meaning")), nil, Apply},
-		{"update with matching base", update, existing, Apply},
+		{"update with matching base", with(update, func(p *Proposal) {
+			n, _ := ParseNote("", existing)
+			p.Content = strings.Replace(p.Content, p.Content[8:34], n.ID, 1)
+		}), existing, Apply},
+		{"update that changes the id", update, existing, Reject},
+		{"delete that supersedes", Proposal{ID: "prop_3", Op: OpDelete, Path: "knowledge/projects/mnemo.md", Base: base, Reason: "r", Sources: src, Author: AuthorAgent, Supersedes: []string{"knowledge/projects/b.md"}}, existing, Reject},
 		{"patch", with(update, func(p *Proposal) { p.Content = ""; p.Patch = &Patch{BodyAppend: "it also keeps a ledger of writes"} }), existing, Apply},
 		{"owner writes a preference", with(create("knowledge/prefs/x.md", noteText("preference", Active, 1, "", "short replies")), func(p *Proposal) { p.Author = AuthorOwner; p.Sources = nil }), nil, Apply},
 

@@ -101,6 +101,9 @@ func (p *Proposal) validate() error {
 	if err := checkPath(p.Path); err != nil {
 		return err
 	}
+	if len(p.Supersedes) > 0 && (p.Op != OpCreate && p.Op != OpUpdate || !isNotePath(p.Path)) {
+		return fmt.Errorf("supersedes: only a new or updated note can supersede notes")
+	}
 	for i, s := range p.Supersedes {
 		if err := checkPath(s); err != nil {
 			return fmt.Errorf("supersedes: %w", err)
