@@ -333,3 +333,53 @@ func TestCommitAgreesWithGit(t *testing.T) {
 		t.Errorf("git log:\n%s", log)
 	}
 }
+
+// TestCommitBesideGitCLI: vault commits and an owner's git interleave. Git's
+// cached trees in the index must not go stale (a later `git commit` would
+// drop the vault's change), and what the owner staged stays staged and out
+// of the vault's commit.
+func TestCommitBesideGitCLI(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git binary")
+	}
+	dir := newRoot(t)
+	home := t.TempDir()
+	run := func(args ...string) string {
+		cmd := exec.Command(gitBin, append([]string{"-C", dir, "-c", "user.name=o", "-c", "user.email=o@x"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+home)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	// The owner commits with git: the index gains a cached-tree extension.
+	os.WriteFile(filepath.Join(dir, "knowledge/projects/own.md"), []byte("mine\n"), 0o600)
+	run("add", "knowledge")
+	run("commit", "-q", "-m", "owner")
+	// The owner stages an edit and leaves it staged.
+	os.WriteFile(filepath.Join(dir, AgentFile), []byte("staged by the owner\n"), 0o600)
+	run("add", AgentFile)
+
+	v := New(dir, nil)
+	p := projectProposal(t, "knowledge/projects/mnemo.md")
+	if _, err := v.Apply(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	if headFile(t, dir, AgentFile) == "staged by the owner\n" {
+		t.Error("the owner's staged edit went into the vault's commit")
+	}
+	if st := run("diff", "--cached", "--name-only"); st != AgentFile+"\n" {
+		t.Errorf("staged after the vault's commit: %q, want only %s", st, AgentFile)
+	}
+	// The owner commits again with git: the vault's note must survive.
+	run("commit", "-q", "-m", "owner again")
+	if got := run("show", "HEAD:"+p.Path); !strings.Contains(got, claim) {
+		t.Errorf("the owner's next commit dropped the vault's note: %q", got)
+	}
+	if got := run("ls-tree", "-r", "--name-only", "HEAD", "knowledge/projects"); got != "knowledge/projects/mnemo.md\nknowledge/projects/own.md\n" {
+		t.Errorf("tree: %q", got)
+	}
+	run("fsck", "--strict")
+}
