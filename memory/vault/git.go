@@ -41,10 +41,11 @@ func (e *CommitError) Unwrap() error { return e.Err }
 const commitEmail = "hearth@localhost"
 
 // Commit stages paths (slash-separated, relative to the memory root dir;
-// deleted files are staged as deleted) and commits them, and only them,
-// with message under author's name, returning the commit's hash. Like git,
-// it holds .git/index.lock meanwhile: when another process holds it, or the
-// repository cannot be read, it fails with a *CommitError that says so.
+// deleted files are staged as deleted) and commits them, and only them, on
+// HEAD's tree, with message under author's name, returning the commit's
+// hash (HEAD's when nothing changed). What else is staged stays staged. Like
+// git, it holds .git/index.lock meanwhile: when another process holds it, or
+// the repository cannot be read, it fails with a *CommitError that says so.
 func Commit(ctx context.Context, dir string, paths []string, message, author string) (string, error) {
 	fail := func(err error) (string, error) { return "", &CommitError{Dir: dir, Err: err} }
 	if err := ctx.Err(); err != nil {
