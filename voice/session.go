@@ -136,7 +136,9 @@ func (s *Session) connect(ctx context.Context, convID string) (*websocket.Conn, 
 		dialect = DialectXAI
 	}
 	hdr := http.Header{}
-	hdr.Set("Authorization", "Bearer "+cred.Value)
+	if cred.Value != "" {
+		hdr.Set("Authorization", "Bearer "+cred.Value)
+	}
 	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: s.opts.HTTPClient, HTTPHeader: hdr})
 	if err != nil {
 		if resp != nil {

@@ -245,7 +245,8 @@ func (s *Server) refuseAuth(w http.ResponseWriter, missing bool) int {
 }
 
 func bearer(r *http.Request) string {
-	return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	v, _ := strings.CutPrefix(strings.TrimSpace(r.Header.Get("Authorization")), "Bearer")
+	return strings.TrimSpace(v)
 }
 
 func (s *Server) serveSecret(w http.ResponseWriter, r *http.Request) {
