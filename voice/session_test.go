@@ -514,9 +514,9 @@ func TestCredentialOnlyInAuth(t *testing.T) {
 			e.s.Close()
 			for ev := range e.s.Events() {
 				e.seen = append(e.seen, ev)
-		if testing.Verbose() {
-			t.Logf("event %T %.120v", ev, ev)
-		}
+				if testing.Verbose() {
+					t.Logf("event %T %.120v", ev, ev)
+				}
 			}
 			secrets := e.srv.Minted()
 			if len(secrets) == 0 {
