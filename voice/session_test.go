@@ -318,57 +318,71 @@ func TestCreatedTimeoutRetriesWithNewCredential(t *testing.T) {
 // its late deltas; the truncated transcript is the agent's final words.
 func TestBargeIn(t *testing.T) {
 	const text = "one two three four five six seven eight nine ten"
+	cases := []struct {
+		name   string
+		heard  int // ms passed to Interrupt; 0: from Playback at 150 ms
+		wantMS int
+	}{
+		{name: "playback", wantMS: 150},
+		{name: "beyond-received", heard: 5000, wantMS: 300}, // clamped to the 3 deltas received
+	}
 	for _, d := range dialects {
-		t.Run(d, func(t *testing.T) {
-			e := start(t, voicetest.Options{Dialect: d, Turns: []voicetest.Turn{{User: "count",
-				Reply: voicetest.Reply{Transcript: text, AudioMS: 1000, HoldAfter: 3, LateDeltas: 2}}}}, voice.Settings{})
-			next[voice.SessionReady](t, e)
-			speak(t, e.s)
-			var p voice.Playback
-			for range 3 {
-				p.Add(next[voice.AgentAudio](t, e))
-			}
-			p.Advance(voice.SampleRate * 150 / 1000) // 150 ms reached the ear
-			mark := len(e.seen)
-			if err := e.s.InterruptPlayback(&p); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, ok := p.Heard(); ok {
-				t.Error("playback not flushed")
-			}
-			var done voice.ResponseDone
-			var tr voice.AgentTranscript
-			for done.ResponseID == "" || !tr.Truncated { // the two race on the server
-				switch ev := next[voice.Event](t, e).(type) {
-				case voice.ResponseDone:
-					done = ev
-				case voice.AgentTranscript:
-					if ev.Truncated {
-						tr = ev
+		for _, tc := range cases {
+			t.Run(d+"/"+tc.name, func(t *testing.T) {
+				e := start(t, voicetest.Options{Dialect: d, Turns: []voicetest.Turn{{User: "count",
+					Reply: voicetest.Reply{Transcript: text, AudioMS: 1000, HoldAfter: 3, LateDeltas: 2}}}}, voice.Settings{})
+				next[voice.SessionReady](t, e)
+				speak(t, e.s)
+				var p voice.Playback
+				for range 3 {
+					p.Add(next[voice.AgentAudio](t, e))
+				}
+				p.Advance(voice.SampleRate * 150 / 1000) // 150 ms reached the ear
+				mark := len(e.seen)
+				if tc.heard == 0 {
+					if err := e.s.InterruptPlayback(&p); err != nil {
+						t.Fatal(err)
+					}
+					if _, _, ok := p.Heard(); ok {
+						t.Error("playback not flushed")
+					}
+				} else if err := e.s.Interrupt(tc.heard); err != nil {
+					t.Fatal(err)
+				}
+				var done voice.ResponseDone
+				var tr voice.AgentTranscript
+				for done.ResponseID == "" || !tr.Truncated { // the two race on the server
+					switch ev := next[voice.Event](t, e).(type) {
+					case voice.ResponseDone:
+						done = ev
+					case voice.AgentTranscript:
+						if ev.Truncated {
+							tr = ev
+						}
 					}
 				}
-			}
-			if done.Status != "cancelled" {
-				t.Errorf("response status %q", done.Status)
-			}
-			if n := len(of[voice.AgentAudio](e.seen[mark:])); n != 0 {
-				t.Errorf("%d late audio deltas delivered", n)
-			}
-			if !tr.Final || tr.Text != text[:len(text)*150/1000] {
-				t.Errorf("truncated transcript %+v", tr)
-			}
-			if got := e.srv.Truncates(); !slices.Equal(got, []int{150}) {
-				t.Errorf("truncates %v", got)
-			}
-			if n := len(frames(t, e.srv, "response.cancel")); n != 1 {
-				t.Errorf("%d response.cancel", n)
-			}
-			for _, a := range of[voice.AgentTranscript](e.seen) {
-				if a.Final && !a.Truncated {
-					t.Errorf("untruncated final after barge-in: %+v", a)
+				if done.Status != "cancelled" {
+					t.Errorf("response status %q", done.Status)
 				}
-			}
-		})
+				if n := len(of[voice.AgentAudio](e.seen[mark:])); n != 0 {
+					t.Errorf("%d late audio deltas delivered", n)
+				}
+				if !tr.Final || tr.Text != text[:len(text)*tc.wantMS/1000] {
+					t.Errorf("truncated transcript %+v", tr)
+				}
+				if got := e.srv.Truncates(); !slices.Equal(got, []int{tc.wantMS}) {
+					t.Errorf("truncates %v", got)
+				}
+				if n := len(frames(t, e.srv, "response.cancel")); n != 1 {
+					t.Errorf("%d response.cancel", n)
+				}
+				for _, a := range of[voice.AgentTranscript](e.seen) {
+					if a.Final && !a.Truncated {
+						t.Errorf("untruncated final after barge-in: %+v", a)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -615,6 +629,68 @@ func TestStandInAuth(t *testing.T) {
 			if _, err := voice.Dial(t.Context(), fixed{noAuth}, opts); err == nil || !strings.Contains(err.Error(), "401") {
 				t.Errorf("no credential: %v", err)
 			}
+		})
+	}
+}
+
+// Mic audio captured before session.updated waits for it: nothing reaches
+// the server early, and the buffered turn is heard once ready. net.Pipe
+// writes complete only when read, so synctest.Wait sees them processed.
+func TestNoAudioBeforeSessionUpdated(t *testing.T) {
+	for _, d := range dialects {
+		t.Run(d, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := voicetest.StartPipe(t, voicetest.Options{Dialect: d, HoldUpdated: true})
+				e := dial(t, srv, voice.Settings{})
+				speak(t, e.s)
+				synctest.Wait()
+				if n := len(frames(t, srv, "input_audio_buffer.append")); n != 0 {
+					t.Fatalf("%d appends before session.updated", n)
+				}
+				srv.Release()
+				next[voice.SessionReady](t, e)
+				u := next[voice.UserTranscript](t, e)
+				for !u.Final {
+					u = next[voice.UserTranscript](t, e)
+				}
+				next[voice.ResponseDone](t, e)
+				if n := srv.EarlyAudio(); n != 0 {
+					t.Errorf("%d early appends", n)
+				}
+			})
+		})
+	}
+}
+
+// Function outputs given while the calling response is still active wait
+// for its response.done; otherwise the server refuses the response.create.
+func TestFunctionOutputsWaitForResponseDone(t *testing.T) {
+	for _, d := range dialects {
+		t.Run(d, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := voicetest.StartPipe(t, voicetest.Options{Dialect: d, Turns: []voicetest.Turn{{User: "x",
+					Reply: voicetest.Reply{Call: &voicetest.Call{Name: "f", Arguments: "{}"}, HoldAfter: 1,
+						Then: &voicetest.Reply{Transcript: "after"}}}}})
+				e := dial(t, srv, voice.Settings{})
+				next[voice.SessionReady](t, e)
+				speak(t, e.s)
+				call := next[voice.FunctionCall](t, e)
+				if err := e.s.SendFunctionOutputs([]voice.FunctionOutput{{CallID: call.CallID, Output: "ok"}}); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				if n := len(frames(t, srv, "response.create")); n != 0 {
+					t.Fatalf("response.create sent while the response was active")
+				}
+				srv.Release()
+				a := next[voice.AgentTranscript](t, e)
+				for !a.Final {
+					a = next[voice.AgentTranscript](t, e)
+				}
+				if a.Text != "after" {
+					t.Errorf("answer %q", a.Text)
+				}
+			})
 		})
 	}
 }

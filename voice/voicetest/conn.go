@@ -291,6 +291,23 @@ func (c *conn) sessionUpdate(raw json.RawMessage) {
 	if td != nil && td.SilenceMS > 0 {
 		c.silenceMS = td.SilenceMS
 	}
+	if c.s.opts.HoldUpdated {
+		go func() {
+			select {
+			case <-c.s.released:
+			case <-c.closed:
+				return
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.sendUpdated()
+		}()
+		return
+	}
+	c.sendUpdated()
+}
+
+func (c *conn) sendUpdated() {
 	c.updated = true
 	echo := ev{"id": "sess", "model": c.s.opts.Model}
 	if c.xai() {

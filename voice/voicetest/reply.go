@@ -130,7 +130,23 @@ func (c *conn) callReply(resp *response, r Reply) {
 	if r.Then != nil {
 		then = *r.Then
 	}
-	c.afterCall = &then
-	c.active = nil
-	c.send(ev{"type": "response.done", "response": ev{"id": resp.id, "status": "completed", "output": []ev{done}}})
+	finish := func() {
+		c.afterCall = &then
+		c.active = nil
+		c.send(ev{"type": "response.done", "response": ev{"id": resp.id, "status": "completed", "output": []ev{done}}})
+	}
+	if r.HoldAfter == 0 {
+		finish()
+		return
+	}
+	go func() {
+		select {
+		case <-c.s.released:
+		case <-c.closed:
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		finish()
+	}()
 }

@@ -40,7 +40,8 @@ type Reply struct {
 	AudioMS    int // reply audio length; default 600, sent in 100 ms deltas
 	// HoldAfter > 0 stops the reply after that many audio deltas until it
 	// is cancelled (user speech or response.cancel): a reply still being
-	// generated.
+	// generated. A function-call reply with HoldAfter > 0 stays active
+	// (no response.done) until Release.
 	HoldAfter int
 	// LateDeltas is how many audio deltas of a cancelled reply are still
 	// sent after the cancel, as if in flight.
@@ -64,6 +65,8 @@ type Options struct {
 	// SpeechRMS is the frame energy above which audio is speech; default 500.
 	SpeechRMS float64
 	Now       func() time.Time
+	// HoldUpdated delays session.updated until Release.
+	HoldUpdated bool
 }
 
 // Handshake is one WebSocket connection attempt as the server saw it.
@@ -92,6 +95,8 @@ type Server struct {
 	early      int // appends before session.updated
 	truncates  []int
 	outputs    []string
+	released   chan struct{}
+	relOnce    sync.Once
 }
 
 type secret struct {
@@ -133,7 +138,7 @@ func newServer(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Server{opts: opts, secrets: map[string]secret{}, conns: map[*conn]bool{}, convs: map[string][]json.RawMessage{}}
+	return &Server{opts: opts, released: make(chan struct{}), secrets: map[string]secret{}, conns: map[*conn]bool{}, convs: map[string][]json.RawMessage{}}
 }
 
 // HTTPClient reaches the server.
@@ -147,6 +152,10 @@ func (s *Server) SecretsURL() string { return s.base + "/v1/realtime/client_secr
 
 // SetSilent makes the next n connections never get session.created.
 func (s *Server) SetSilent(n int) { s.mu.Lock(); s.silent = n; s.mu.Unlock() }
+
+// Release lets held events go: session.updated (Options.HoldUpdated) and
+// the response.done of held function-call replies.
+func (s *Server) Release() { s.relOnce.Do(func() { close(s.released) }) }
 
 // SetRefuse makes handshakes fail with HTTP 503.
 func (s *Server) SetRefuse(b bool) { s.mu.Lock(); s.refuse = b; s.mu.Unlock() }
