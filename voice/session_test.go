@@ -694,3 +694,62 @@ func TestFunctionOutputsWaitForResponseDone(t *testing.T) {
 		})
 	}
 }
+
+// Barge-in by voice: the server cancels its own reply on speech_started,
+// the client truncates at the heard point; the cancel that may race the
+// server's is harmless and never surfaces; the user's turn then goes on.
+func TestBargeInBySpeech(t *testing.T) {
+	const text = "alpha beta gamma delta epsilon zeta eta theta iota kappa"
+	for _, d := range dialects {
+		t.Run(d, func(t *testing.T) {
+			e := start(t, voicetest.Options{Dialect: d, Turns: []voicetest.Turn{
+				{User: "tell me", Reply: voicetest.Reply{Transcript: text, AudioMS: 1000, HoldAfter: 2}},
+				{User: "stop", Reply: voicetest.Reply{Transcript: "Stopped."}},
+			}}, voice.Settings{})
+			next[voice.SessionReady](t, e)
+			speak(t, e.s)
+			var p voice.Playback
+			p.Add(next[voice.AgentAudio](t, e))
+			p.Add(next[voice.AgentAudio](t, e))
+			p.Advance(voice.SampleRate / 10) // 100 ms heard
+			if err := e.s.SendAudio(voicetest.Tone(200)); err != nil {
+				t.Fatal(err)
+			}
+			next[voice.SpeechStarted](t, e)
+			if err := e.s.InterruptPlayback(&p); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.s.SendAudio(voicetest.Silence(600)); err != nil {
+				t.Fatal(err)
+			}
+			var tr voice.AgentTranscript
+			var finals []string
+			for len(finals) < 1 || !tr.Truncated {
+				switch ev := next[voice.Event](t, e).(type) {
+				case voice.AgentTranscript:
+					if ev.Truncated {
+						tr = ev
+					} else if ev.Final {
+						finals = append(finals, ev.Text)
+					}
+				}
+			}
+			if tr.Text != text[:len(text)/10] {
+				t.Errorf("truncated %q", tr.Text)
+			}
+			if !slices.Equal(finals, []string{"Stopped."}) {
+				t.Errorf("agent finals %q", finals)
+			}
+			if errs := of[voice.Error](e.seen); len(errs) != 0 {
+				t.Errorf("errors surfaced: %+v", errs)
+			}
+			var statuses []string
+			for _, r := range of[voice.ResponseDone](e.seen) {
+				statuses = append(statuses, r.Status)
+			}
+			if len(statuses) < 1 || statuses[0] != "cancelled" {
+				t.Errorf("response statuses %v", statuses)
+			}
+		})
+	}
+}
