@@ -118,14 +118,6 @@ func (h *Hearth) Keep(ctx context.Context, label, content string) (string, error
 	return stored.ID, nil
 }
 
-// RequestVoice asks for a realtime voice credential.
-func (h *Hearth) RequestVoice(ctx context.Context) error {
-	return &Problem{Code: CodeUnavailable, Message: "realtime voice is not available on this hearth yet"}
-}
-
-// StopVoice says a voice session ended.
-func (h *Hearth) StopVoice() {}
-
 // Health is the core's state in terms safe to show.
 type Health struct {
 	State           string

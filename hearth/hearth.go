@@ -33,6 +33,9 @@ type Model interface {
 type Journal interface {
 	Append(ctx context.Context, rec journal.Record) (journal.Record, error)
 	Tail(n int) ([]journal.Record, error)
+	// ScanAfter calls fn for every record after id ("": all), oldest
+	// first, until fn returns an error (see History).
+	ScanAfter(ctx context.Context, id string, fn func(journal.Record) error) error
 	// Find returns the live records among ids (see Forget).
 	Find(ctx context.Context, ids []string) (map[string]journal.Record, error)
 	// Purge removes the content of every forgotten record from disk.
@@ -88,6 +91,8 @@ type Config struct {
 	Tools agent.Tools
 	// Anchor opens every session; nil injects nothing.
 	Anchor Anchor
+	// Voice mints realtime voice credentials; nil: no voice provider.
+	Voice VoiceMinter
 
 	HistoryTurns   int           // records in a snapshot; default 50
 	ContextTurns   int           // most records sent to the model, within the budget; default 100
@@ -174,12 +179,17 @@ type conversation struct {
 	// when it drops to zero (nil while it is zero). See Settled.
 	asked   int
 	settled chan struct{}
+	// voice is the mode-switch state cross-modal injection keeps.
+	voice modeState
 }
 
 // turnReq is a message or transcript waiting its turn.
 type turnReq struct {
 	rec journal.Record
 	ref string
+	// mark, when set, is no turn: it primes the voice→text injection
+	// once what was queued before it is stored (see StopVoice).
+	mark *modeMark
 }
 
 // New returns a Hearth over cfg, with the recent records read from the
@@ -208,6 +218,7 @@ func New(cfg Config) (*Hearth, error) {
 			recent:   recent,
 			state:    StateIdle,
 			confirms: make(map[string]chan bool),
+			voice:    initialMode(recent),
 		},
 	}
 	if cfg.Models != nil {
@@ -253,6 +264,11 @@ func (h *Hearth) converse(ctx, turnCtx context.Context, c *conversation) {
 			h.drain(turnCtx, c)
 			return
 		case req := <-c.turns:
+			if req.mark != nil {
+				h.prime(c, req.mark)
+				h.answered(c)
+				continue
+			}
 			if sess == nil && req.rec.Role == memory.RoleUser && req.rec.Mode == memory.ModeText {
 				sess = h.startSession(turnCtx, c)
 			}
@@ -275,7 +291,9 @@ func (h *Hearth) drain(ctx context.Context, c *conversation) {
 	for {
 		select {
 		case req := <-c.turns:
-			h.store(ctx, c, req)
+			if req.mark == nil {
+				h.store(ctx, c, req)
+			}
 			h.answered(c)
 		default:
 			return
@@ -357,11 +375,15 @@ func (h *Hearth) snapshotLocked() *Snapshot {
 // features is what this core offers, listed in every snapshot so that
 // clients decide from it instead of guessing (DESIGN.md documents each).
 func (h *Hearth) features() []string {
-	f := []string{"cancel", "confirm", "forget", "health"}
+	f := []string{"cancel", "confirm", "forget", "health", "history_query"}
 	if h.cfg.Memory != nil {
 		f = append(f, "search", "search_filters")
 	}
-	return append(f, "tools", "transcript")
+	f = append(f, "tools", "transcript")
+	if h.cfg.Voice != nil {
+		f = append(f, "voice")
+	}
+	return f
 }
 
 // Announce publishes a notice to every subscriber of ClassNotices.

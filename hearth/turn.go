@@ -162,6 +162,7 @@ func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref st
 	c.cancelTurn = cancel
 	h.mu.Unlock()
 	msgs = injectMemories(msgs, cont, h.memories(ctx, window, allow, sess))
+	msgs = injectModeSwitch(msgs, h.takeInjection(c, time.Now()))
 	defer func() {
 		h.mu.Lock()
 		c.cancelTurn = nil

@@ -64,7 +64,12 @@ var samples = []struct {
 		Reason:    "the owner asked about tea",
 	}},
 	{ipc.TypeToolResult, &ipc.ToolResult{ID: "call_1", Name: "memory_search", Result: "3 hits", Error: "partial", DurationMS: 3}},
-	{ipc.TypeVoiceCredential, &ipc.VoiceCredential{Token: "eph", ExpiresAt: ts2, Instructions: "be brief", Model: "grok-voice", URL: "wss://example.invalid/v1/realtime"}},
+	{ipc.TypeVoiceCredential, &ipc.VoiceCredential{
+		Token: "eph", ExpiresAt: ts2, Instructions: "be brief", Model: "grok-voice", URL: "wss://example.invalid/v1/realtime",
+		Dialect: ipc.DialectXAI, Voice: "eve", TranscriptionModel: "grok-transcribe",
+		VAD:   &ipc.VoiceVAD{Type: ipc.VADServer, Threshold: 0.2, SilenceMS: 500, PrefixPaddingMS: 300},
+		Tools: []ipc.VoiceTool{{Name: "memory_search", Description: "search memory", Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}},
+	}},
 	{ipc.TypeError, &ipc.Error{Code: ipc.CodeNoProvider, Message: "no model provider is configured", Ref: "c1"}},
 	{ipc.TypePong, &ipc.Pong{Ref: "p1"}},
 	{ipc.TypeCancel, &ipc.Cancel{Ref: "c1"}},
@@ -75,6 +80,8 @@ var samples = []struct {
 	{ipc.TypeHealth, &ipc.Health{Ref: "h1"}},
 	{ipc.TypeHealthReport, &ipc.HealthReport{Ref: "h1", State: ipc.StateIdle, Clients: 2, Provider: "xai", Model: "grok-4.3",
 		Index: &ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec:wink-sg100d:100000", Indexed: 120, LagMS: 1500, Failures: 2, Failing: "indexing is failing; retrying", Unavailable: true}}},
+	{ipc.TypeHistoryQuery, &ipc.HistoryQuery{Limit: 20, After: "01KAK3J7Y0", Since: ts1, Ref: "h1"}},
+	{ipc.TypeHistoryPage, &ipc.HistoryPage{Ref: "h1", Turns: []ipc.Turn{t1}, More: true}},
 	{ipc.TypeForget, &ipc.Forget{IDs: []string{"01KAK3J7Y0Q2V5S8WZ3C9D4E6F#2"}, Purge: true, Ref: "f1"}},
 	{ipc.TypeForgotten, &ipc.Forgotten{IDs: []string{"01KAK3J7Y0Q2V5S8WZ3C9D4E6F"}, By: "owner", Ref: "f1", Unknown: []string{"x"}, Purged: &ipc.Purged{Records: 1, Shards: 1}}},
 }
@@ -87,7 +94,8 @@ var allTypes = []string{
 	ipc.TypeHistory, ipc.TypeToken, ipc.TypeStatus, ipc.TypeTurn, ipc.TypeDone,
 	ipc.TypeToolCall, ipc.TypeToolResult, ipc.TypeVoiceCredential, ipc.TypeError, ipc.TypePong,
 	ipc.TypeCancel, ipc.TypeConfirmRequest, ipc.TypeConfirm, ipc.TypeSearch, ipc.TypeSearchResults,
-	ipc.TypeHealth, ipc.TypeHealthReport, ipc.TypeForget, ipc.TypeForgotten,
+	ipc.TypeHealth, ipc.TypeHealthReport, ipc.TypeHistoryQuery, ipc.TypeHistoryPage,
+	ipc.TypeForget, ipc.TypeForgotten,
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {

@@ -34,6 +34,7 @@ const (
 	TypeConfirm      = "confirm"
 	TypeSearch       = "search"
 	TypeHealth       = "health"
+	TypeHistoryQuery = "history_query"
 	TypeForget       = "forget"
 )
 
@@ -52,6 +53,7 @@ const (
 	TypeConfirmRequest  = "confirm_request"
 	TypeSearchResults   = "search_results"
 	TypeHealthReport    = "health_report"
+	TypeHistoryPage     = "history_page"
 	TypeForgotten       = "forgotten"
 )
 
@@ -98,8 +100,9 @@ const (
 	CodeUnavailable     = "unavailable" // the feature is not available on this hearth
 	CodeShuttingDown    = "shutting_down"
 	CodeInternal        = "internal"
-	CodeCancelled       = "cancelled"      // the turn was cancelled by a client
-	CodeConfigInvalid   = "config_invalid" // a changed preference file is invalid; the last good one stays
+	CodeCancelled       = "cancelled"         // the turn was cancelled by a client
+	CodeConfigInvalid   = "config_invalid"    // a changed preference file is invalid; the last good one stays
+	CodeNoVoiceProvider = "no_voice_provider" // no realtime voice provider is configured
 )
 
 // Turn is one stored turn of the conversation as it crosses the wire.
@@ -276,16 +279,58 @@ type ToolResult struct {
 	Confirmed *bool `json:"confirmed,omitempty"`
 }
 
-// VoiceCredential carries an ephemeral realtime credential. The API key
-// never leaves hearth.
+// VoiceCredential carries an ephemeral realtime credential and the
+// session settings the client sends in its session.update. The API key
+// never leaves hearth: Token is a short-lived client secret, good for
+// opening one session before ExpiresAt.
 //
-//	{"type":"voice_credential","token":"…","expires_at":"…","instructions":"…"}
+//	{"type":"voice_credential","token":"…","expires_at":"…","url":"wss://api.x.ai/v1/realtime?model=…",
+//	 "model":"…","dialect":"xai","voice":"eve","instructions":"…",
+//	 "vad":{"type":"server_vad","threshold":0.2,"silence_ms":500,"prefix_padding_ms":300},
+//	 "transcription_model":"grok-transcribe","tools":[{"name":"…","description":"…","parameters":{…}}]}
 type VoiceCredential struct {
 	Token        string    `json:"token"`
 	ExpiresAt    time.Time `json:"expires_at"`
 	Instructions string    `json:"instructions,omitempty"`
 	Model        string    `json:"model,omitempty"`
 	URL          string    `json:"url,omitempty"`
+	// Dialect is the realtime protocol the URL speaks: DialectXAI or
+	// DialectOpenAI.
+	Dialect            string      `json:"dialect,omitempty"`
+	Voice              string      `json:"voice,omitempty"`
+	VAD                *VoiceVAD   `json:"vad,omitempty"`
+	TranscriptionModel string      `json:"transcription_model,omitempty"`
+	Tools              []VoiceTool `json:"tools,omitempty"`
+}
+
+// Realtime dialects of VoiceCredential.Dialect.
+const (
+	DialectXAI    = "xai"
+	DialectOpenAI = "openai"
+)
+
+// VoiceVAD is a voice session's turn detection: Type VADServer (the
+// provider detects speech with Threshold, SilenceMS and PrefixPaddingMS)
+// or VADManual (the client commits each turn: push-to-talk).
+type VoiceVAD struct {
+	Type            string  `json:"type"`
+	Threshold       float64 `json:"threshold,omitempty"`
+	SilenceMS       int64   `json:"silence_ms,omitempty"`
+	PrefixPaddingMS int64   `json:"prefix_padding_ms,omitempty"`
+}
+
+// Turn detection types of VoiceVAD.Type.
+const (
+	VADServer = "server_vad"
+	VADManual = "manual"
+)
+
+// VoiceTool is a function the voice session is offered; Parameters is its
+// JSON Schema.
+type VoiceTool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Parameters  any    `json:"parameters,omitempty"`
 }
 
 // Error is a failure safe for display.
@@ -426,6 +471,31 @@ type IndexHealth struct {
 	KeywordSearches int `json:"keyword_searches,omitempty"`
 }
 
+// HistoryQuery reads stored turns back beyond the snapshot a connect
+// gets (feature "history_query"): the newest Limit turns (0: all of them)
+// after the turn After ("": from the first) and from Since on. They come
+// oldest first in one HistoryPage, or, when they do not fit one, in the
+// first pages of them: More says there is more of the selection, which
+// the same query with After set to the page's last turn id continues.
+//
+//	{"type":"history_query","limit":20,"ref":"h1"}
+//	{"type":"history_query","since":"2026-11-01T00:00:00Z","after":"01KAK3J7Y0…","ref":"h2"}
+type HistoryQuery struct {
+	Limit int       `json:"limit,omitempty"`
+	After string    `json:"after,omitempty"`
+	Since time.Time `json:"since,omitzero"`
+	Ref   string    `json:"ref,omitempty"`
+}
+
+// HistoryPage answers HistoryQuery: turns oldest first.
+//
+//	{"type":"history_page","ref":"h1","turns":[…],"more":true}
+type HistoryPage struct {
+	Ref   string `json:"ref,omitempty"`
+	Turns []Turn `json:"turns"`
+	More  bool   `json:"more,omitempty"`
+}
+
 // Forget asks hearth to forget turns, named by their ids or by the ids of
 // search hits ("<id>#<n>" names the record it is part of). They leave the
 // conversation, every client's view and every index; the journal keeps a
@@ -494,6 +564,8 @@ func (*Search) Type() string          { return TypeSearch }
 func (*SearchResults) Type() string   { return TypeSearchResults }
 func (*Health) Type() string          { return TypeHealth }
 func (*HealthReport) Type() string    { return TypeHealthReport }
+func (*HistoryQuery) Type() string    { return TypeHistoryQuery }
+func (*HistoryPage) Type() string     { return TypeHistoryPage }
 func (*Forget) Type() string          { return TypeForget }
 func (*Forgotten) Type() string       { return TypeForgotten }
 
@@ -548,6 +620,10 @@ func newMsg(typ string) Msg {
 		return new(Health)
 	case TypeHealthReport:
 		return new(HealthReport)
+	case TypeHistoryQuery:
+		return new(HistoryQuery)
+	case TypeHistoryPage:
+		return new(HistoryPage)
 	case TypeForget:
 		return new(Forget)
 	case TypeForgotten:

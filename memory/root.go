@@ -325,6 +325,11 @@ func ensureHistory(dir string, log *slog.Logger) error {
 	return nil
 }
 
+// OpenRepository opens the git repository of the memory root dir as Open
+// leaves it: what go-git writes into .git is private to the owner (see
+// openRepo). It is for the packages that commit to the root (memory/vault).
+func OpenRepository(dir string) (*git.Repository, error) { return openRepo(dir) }
+
 // openRepo opens the repository of the worktree dir. When .git is a
 // directory, go-git writes through privateFS, so that what a commit adds
 // to it is private to the owner; a gitdir link (.git a file naming a

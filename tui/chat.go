@@ -68,7 +68,7 @@ func (c *chat) insert(it *item) {
 	} else {
 		c.items = slices.Insert(c.items, i, it)
 	}
-	if it.kind == kindTurn || (it.kind == kindTool && it.key.seq == 0) {
+	if it.stored() {
 		c.byID[it.key.id] = it
 		if it.key.id > c.lastID {
 			c.lastID = it.key.id
@@ -141,6 +141,70 @@ func (c *chat) merge(turns []ipc.Turn) (added int) {
 	return added
 }
 
+// replace makes the stored turns exactly turns, a history snapshot: a
+// turn hearth no longer has goes (its journal changed while it was down,
+// or this is another hearth), the rest is merged as merge does. Local
+// items stay: notices, live tool cards, our messages not acknowledged
+// yet; a reply cut short that was kept locally goes, since the snapshot
+// holds what hearth stored of it. It returns how many turns were new and
+// how many of those shown within the snapshot's span are gone; older ones
+// beyond its start are dropped without counting, as hearth did not say.
+//
+// A view anchored on an item that went is anchored on the next one.
+func (c *chat) replace(turns []ipc.Turn) (added, gone int) {
+	keep := make(map[string]bool, len(turns))
+	for _, t := range turns {
+		keep[t.ID] = true
+	}
+	first := "" // an empty snapshot spans everything
+	if len(turns) > 0 {
+		first = turns[0].ID
+	}
+	anchorGone := false
+	kept := c.items[:0]
+	for _, it := range c.items {
+		standIn := it.kind == kindTurn && it.key.seq != 0
+		if !standIn && (!it.stored() || keep[it.key.id]) {
+			kept = append(kept, it)
+			continue
+		}
+		if it.stored() {
+			if c.byID[it.key.id] == it {
+				delete(c.byID, it.key.id)
+			}
+			if it.kind == kindTool && c.byCall[it.tool.id] == it {
+				delete(c.byCall, it.tool.id)
+			}
+			if it.key.id >= first {
+				gone++
+			}
+		}
+		if !c.follow && it.key == c.top.key {
+			anchorGone = true
+		}
+	}
+	if len(kept) < len(c.items) {
+		clear(c.items[len(kept):])
+		c.items = kept
+		c.changed()
+	}
+	c.lastID = ""
+	for id := range c.byID {
+		c.lastID = max(c.lastID, id)
+	}
+	added = c.merge(turns)
+	if anchorGone {
+		i, _ := c.search(c.top.key)
+		if i >= len(c.items) {
+			c.follow, c.unseen = true, false
+		} else {
+			c.top = anchor{key: c.items[i].key}
+		}
+	}
+	c.version++
+	return added, gone
+}
+
 // cardFromTurn builds the card of a stored tool turn; prev is the live
 // card of the same call, whose measured duration it keeps if the turn
 // carries none.
@@ -170,6 +234,12 @@ func cardFromTurn(t ipc.Turn, prev *toolCard) *toolCard {
 		c.name = "tool"
 	}
 	return c
+}
+
+// stored reports whether the item is a turn of the journal: a stored
+// turn, or the card of a stored tool turn.
+func (it *item) stored() bool {
+	return it.key.seq == 0 && (it.kind == kindTurn || it.kind == kindTool)
 }
 
 // start is the index of the first item shown.

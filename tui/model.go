@@ -125,10 +125,21 @@ type connState struct {
 }
 
 type flash struct {
-	text string
-	err  bool
-	at   time.Time
+	text  string
+	err   bool
+	at    time.Time
+	cause flashCause
 }
+
+// flashCause is what a status message is about, so that it goes when
+// its cause ends instead of outliving it.
+type flashCause uint8
+
+const (
+	causeNone   flashCause = iota
+	causeCancel            // "cancelling the reply…": until the reply ends
+	causeOutage            // hearth going away or dropping us: until we are back
+)
 
 type pendingMsg struct {
 	ref     string
@@ -636,6 +647,7 @@ func (m *Model) cancelReply() {
 	m.noteFeature("cancel")
 	m.backend.Send(&ipc.Cancel{Ref: ref})
 	m.flashInfo("cancelling the reply…")
+	m.flash.cause = causeCancel
 }
 
 func (m *Model) noteFeature(f string) {
@@ -762,6 +774,9 @@ func (m *Model) onConnected(h *ipc.History) {
 	}
 	m.conn = connState{state: ipc.StateConnected, ever: true}
 	m.outageNote = nil
+	// Whatever was said about the old connection or its reply is over.
+	m.clearFlash(causeOutage)
+	m.clearFlash(causeCancel)
 	m.server = h.Server
 	m.features = nil
 	if h.Features != nil {
@@ -778,7 +793,7 @@ func (m *Model) onConnected(h *ipc.History) {
 		known[id] = true
 	}
 	oldLast := m.chat.lastID
-	added := m.chat.merge(h.Turns)
+	added, gone := m.chat.replace(h.Turns)
 	if !first && len(h.Turns) > 0 && oldLast != "" && h.Turns[0].ID > oldLast {
 		m.chat.notice(levelWarn, "turns from while this client was away may be missing above")
 	}
@@ -829,6 +844,13 @@ func (m *Model) onConnected(h *ipc.History) {
 		default:
 			text += fmt.Sprintf(" · %d new turns", added)
 		}
+		switch gone {
+		case 0:
+		case 1:
+			text += " · 1 turn no longer on hearth"
+		default:
+			text += fmt.Sprintf(" · %d turns no longer on hearth", gone)
+		}
 		m.chat.notice(levelInfo, text)
 	}
 }
@@ -841,6 +863,9 @@ func sameText(t ipc.Turn, text string) bool {
 }
 
 func (m *Model) onTurn(s *ipc.TurnStored) {
+	if s.Turn.Role == ipc.RoleUser {
+		m.clearFlash(causeCancel) // a new turn: the cancelled reply is long over
+	}
 	if s.Ref != "" {
 		if i := slices.IndexFunc(m.pending, func(p *pendingMsg) bool { return p.ref == s.Ref }); i >= 0 {
 			m.chat.remove(m.pending[i].it)
@@ -871,6 +896,7 @@ func (m *Model) endStream() {
 
 func (m *Model) onDone(d *ipc.Done) {
 	m.endStream()
+	m.clearFlash(causeCancel)
 	m.chat.upsert(d.Turn)
 	if d.Usage != nil {
 		m.usage = d.Usage
@@ -884,6 +910,7 @@ func (m *Model) onStatus(s *ipc.Status) {
 	m.agent, m.detail = s.State, s.Detail
 	switch s.State {
 	case ipc.StateIdle:
+		m.clearFlash(causeCancel)
 		if m.stream != nil {
 			// The reply ended without a done (an error cut it): keep what
 			// streamed, marked.
@@ -971,13 +998,16 @@ func (m *Model) onError(e *ipc.Error) {
 	}
 	switch e.Code {
 	case ipc.CodeCancelled:
+		m.clearFlash(causeCancel)
 		m.chat.notice(levelInfo, "reply cancelled")
 		return
 	case ipc.CodeShuttingDown:
 		m.flashErr("hearth is shutting down")
+		m.flash.cause = causeOutage
 		return
 	case ipc.CodeSlowClient:
 		m.flashErr("hearth dropped this client for falling behind · resyncing")
+		m.flash.cause = causeOutage
 		return
 	case ipc.CodeNoProvider, ipc.CodeProviderError, ipc.CodeInternal, ipc.CodeUnavailable,
 		ipc.CodeToolError, ipc.CodeContextOverflow:
@@ -1018,6 +1048,13 @@ func (m *Model) onSendFailed(f SendFailedMsg) tea.Cmd {
 
 func (m *Model) flashErr(s string)  { m.flash = flash{text: s, err: true, at: m.now()} }
 func (m *Model) flashInfo(s string) { m.flash = flash{text: s, at: m.now()} }
+
+// clearFlash takes the status message down if it is about cause.
+func (m *Model) clearFlash(cause flashCause) {
+	if m.flash.cause == cause && cause != causeNone {
+		m.flash = flash{}
+	}
+}
 
 func shortError(err error) string {
 	var herr *ipc.Error

@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,16 +39,33 @@ func (o Options) dial() ipc.DialOptions {
 	return ipc.DialOptions{Token: o.Token, Client: o.Client}
 }
 
+// UnreachableError is a failure to talk to hearth at all: it does not
+// answer, refused the client (wrong token, protocol), or the connection
+// broke. mnemo exits with status 3 on it.
+type UnreachableError struct{ Err error }
+
+func (e *UnreachableError) Error() string { return e.Err.Error() }
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
 // connect opens a session with hearth.
 func (o Options) connect(ctx context.Context) (Conn, error) {
 	if o.Dial != nil {
-		return o.Dial(ctx)
+		c, err := o.Dial(ctx)
+		if err != nil {
+			return nil, &UnreachableError{err}
+		}
+		return c, nil
 	}
 	c, err := ipc.Dial(ctx, o.Addr, o.dial())
 	if err != nil {
-		return nil, err
+		return nil, &UnreachableError{err}
 	}
 	return c, nil
+}
+
+// lost is the error of a connection that broke mid-request.
+func lost(err error) error {
+	return &UnreachableError{fmt.Errorf("connection to hearth lost: %w", err)}
 }
 
 func newRef() string {
@@ -65,13 +84,13 @@ func Send(ctx context.Context, o Options, text string, w io.Writer) error {
 	defer conn.Close()
 	ref := newRef()
 	if err := conn.Send(&ipc.Message{Content: text, Ref: ref}); err != nil {
-		return fmt.Errorf("send: %w", err)
+		return lost(err)
 	}
 	mine := false // our turn is stored: the tokens that follow answer it
 	for {
 		m, err := conn.Recv(ctx)
 		if err != nil {
-			return fmt.Errorf("connection to hearth lost: %w", err)
+			return lost(err)
 		}
 		switch m := m.(type) {
 		case *ipc.TurnStored:
@@ -91,24 +110,126 @@ func Send(ctx context.Context, o Options, text string, w io.Writer) error {
 				return nil
 			}
 		case *ipc.Error:
-			if m.Ref == ref || m.Ref == "" {
+			// A tool that failed is not the turn failing: the agent
+			// was told and goes on.
+			if (m.Ref == ref || m.Ref == "") && m.Code != ipc.CodeToolError {
 				return m
 			}
 		}
 	}
 }
 
-// History prints the last turns hearth sends on connect.
-func History(ctx context.Context, o Options, w io.Writer) error {
+// HistoryOptions say which turns History prints, and how. The zero value
+// prints the turns hearth sends on connect (its last 50 by default).
+type HistoryOptions struct {
+	Limit int       // the last Limit turns
+	All   bool      // every turn
+	Since time.Time // turns from then on
+	JSON  bool      // one ipc.Turn as JSON per line, for scripts
+	// Notes gets what the reader should know about the output, such as a
+	// hearth too old to read back further than its snapshot; nil: none.
+	Notes io.Writer
+}
+
+// History prints stored turns, oldest first.
+func History(ctx context.Context, o Options, q HistoryOptions, w io.Writer) error {
 	conn, err := o.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	for _, t := range conn.History().Turns {
+	print := func(t ipc.Turn) error {
+		if q.JSON {
+			return printJSON(w, t)
+		}
 		printTurn(w, t)
+		return nil
+	}
+	h := conn.History()
+	if q.Limit == 0 && !q.All && q.Since.IsZero() {
+		for _, t := range h.Turns {
+			if err := print(t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if h.HasFeature("history_query") {
+		return readHistory(ctx, conn, q, print)
+	}
+	// A hearth before history_query: its snapshot is all there is.
+	turns := slices.DeleteFunc(slices.Clone(h.Turns), func(t ipc.Turn) bool { return t.TS.Before(q.Since) })
+	if q.Limit > 0 && len(turns) > q.Limit {
+		turns = turns[len(turns)-q.Limit:]
+	}
+	if q.Notes != nil && (q.All || q.Limit > len(h.Turns) || !q.Since.IsZero()) {
+		fmt.Fprintf(q.Notes, "mnemo: %s sends only its last %d turns; update it to read further back\n", orDefault(h.Server, "this hearth"), len(h.Turns))
+	}
+	for _, t := range turns {
+		if err := print(t); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// readHistory asks hearth for the selection page by page, printing each.
+func readHistory(ctx context.Context, conn Conn, q HistoryOptions, print func(ipc.Turn) error) error {
+	query := &ipc.HistoryQuery{Since: q.Since, Ref: newRef()}
+	if !q.All {
+		query.Limit = q.Limit
+	}
+	for {
+		if err := conn.Send(query); err != nil {
+			return lost(err)
+		}
+		page, err := awaitPage(ctx, conn, query.Ref)
+		if err != nil {
+			return err
+		}
+		for _, t := range page.Turns {
+			if err := print(t); err != nil {
+				return err
+			}
+		}
+		if !page.More || len(page.Turns) == 0 {
+			return nil
+		}
+		query.After = page.Turns[len(page.Turns)-1].ID
+		if query.Limit > 0 {
+			if query.Limit -= len(page.Turns); query.Limit <= 0 {
+				return nil
+			}
+		}
+	}
+}
+
+// awaitPage waits for the history page answering ref, passing over the
+// conversation's events.
+func awaitPage(ctx context.Context, conn Conn, ref string) (*ipc.HistoryPage, error) {
+	for {
+		m, err := conn.Recv(ctx)
+		if err != nil {
+			return nil, lost(err)
+		}
+		switch m := m.(type) {
+		case *ipc.HistoryPage:
+			if m.Ref == ref {
+				return m, nil
+			}
+		case *ipc.Error:
+			if m.Ref == ref || m.Ref == "" {
+				return nil, m
+			}
+		}
+	}
+}
+
+// printJSON writes t as one line of JSON, as the wire carries it.
+func printJSON(w io.Writer, t ipc.Turn) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(t)
 }
 
 func printTurn(w io.Writer, t ipc.Turn) {
@@ -150,10 +271,21 @@ func Ping(ctx context.Context, o Options) error {
 	}
 }
 
+// ChatFailedError says how many of the messages Chat sent failed: hearth
+// refused them or could not answer them.
+type ChatFailedError struct{ Failed, Sent int }
+
+func (e *ChatFailedError) Error() string {
+	return fmt.Sprintf("%d of %s failed", e.Failed, plural(e.Sent, "message"))
+}
+
 // Chat reads lines from in and sends each as a message, printing the
 // conversation (everyone's turns and the streamed replies) to w. It
-// reconnects when hearth restarts. It returns at the end of in.
-func Chat(ctx context.Context, o Options, in io.Reader, w io.Writer) error {
+// reconnects when hearth restarts. It returns at the end of in, with a
+// *ChatFailedError when any message failed. With echo (in is not a
+// terminal, so what was sent is not on screen) each message of ours is
+// printed as "> text" before its reply.
+func Chat(ctx context.Context, o Options, in io.Reader, w io.Writer, echo bool) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	client := ipc.NewClient(o.Addr, ipc.ClientOptions{DialOptions: o.dial()})
@@ -181,13 +313,27 @@ func Chat(ctx context.Context, o Options, in io.Reader, w io.Writer) error {
 		close(lines)
 	}()
 
-	v := &chatView{w: w, seen: make(map[string]bool), mine: make(map[string]bool)}
+	v := &chatView{w: w, echo: echo, seen: make(map[string]bool), mine: make(map[string]string)}
 	var outbox []*ipc.Message
 	for {
 		select {
 		case err := <-runErr:
-			return err
+			if err == nil {
+				return v.result()
+			}
+			return &UnreachableError{err}
 		case e := <-events:
+			if e.State != nil && e.State.State == ipc.StateReconnecting {
+				// What was sent on the lost connection will not be
+				// answered: hearth stores a queued message unanswered
+				// when it stops. What waits in the outbox goes out
+				// again once connected.
+				waiting := make(map[string]bool, len(outbox))
+				for _, m := range outbox {
+					waiting[m.Ref] = true
+				}
+				v.abandon(waiting)
+			}
 			v.show(e)
 			if e.State != nil && e.State.State == ipc.StateConnected {
 				for len(outbox) > 0 && client.Send(outbox[0]) == nil {
@@ -195,13 +341,13 @@ func Chat(ctx context.Context, o Options, in io.Reader, w io.Writer) error {
 				}
 			}
 			if lines == nil && len(v.mine) == 0 {
-				return nil
+				return v.result()
 			}
 		case line, ok := <-lines:
 			if !ok {
 				// End of input: finish the replies still owed, then leave.
 				if len(v.mine) == 0 {
-					return nil
+					return v.result()
 				}
 				lines = nil
 				continue
@@ -210,7 +356,8 @@ func Chat(ctx context.Context, o Options, in io.Reader, w io.Writer) error {
 				continue
 			}
 			ref := newRef()
-			v.mine[ref] = true
+			v.mine[ref] = line
+			v.sent++
 			msg := &ipc.Message{Content: line, Ref: ref}
 			if err := client.Send(msg); err != nil {
 				// Not connected yet, or between connections: it goes
@@ -224,10 +371,34 @@ func Chat(ctx context.Context, o Options, in io.Reader, w io.Writer) error {
 // chatView prints events as plain lines, skipping turns already shown.
 type chatView struct {
 	w         io.Writer
+	echo      bool
 	seen      map[string]bool
-	mine      map[string]bool // refs of our messages not answered yet
-	answering string          // the ref whose reply is streaming
+	mine      map[string]string // our messages not answered yet, by ref
+	echoed    map[string]bool   // refs whose message was echoed
+	answering string            // the ref whose reply is streaming
 	streaming bool
+	sent      int
+	failed    int
+}
+
+// result is what Chat returns once it is done.
+func (v *chatView) result() error {
+	if v.failed > 0 {
+		return &ChatFailedError{Failed: v.failed, Sent: v.sent}
+	}
+	return nil
+}
+
+// echoMine prints our message ref as sent, once.
+func (v *chatView) echoMine(ref, text string) {
+	if !v.echo || v.echoed[ref] {
+		return
+	}
+	if v.echoed == nil {
+		v.echoed = make(map[string]bool)
+	}
+	v.echoed[ref] = true
+	fmt.Fprintf(v.w, "> %s\n", strings.ReplaceAll(text, "\n", "\n> "))
 }
 
 func (v *chatView) show(e ipc.Event) {
@@ -254,8 +425,9 @@ func (v *chatView) show(e ipc.Event) {
 			v.endStream() // a step before tools; the answer streams next
 			return
 		}
-		if v.mine[m.Ref] {
+		if _, ok := v.mine[m.Ref]; ok && m.Ref != "" {
 			v.answering = m.Ref
+			v.echoMine(m.Ref, m.Turn.Content)
 		} else {
 			printTurn(v.w, m.Turn)
 		}
@@ -268,15 +440,50 @@ func (v *chatView) show(e ipc.Event) {
 	case *ipc.Done:
 		v.seen[m.Turn.ID] = true
 		v.endStream()
-		if !m.Turn.Incomplete {
-			delete(v.mine, v.answering)
-			v.answering = ""
+		if m.Turn.Incomplete && v.answering != "" {
+			// Cancelled, or cut off by hearth stopping: not answered.
+			v.failed++
+			fmt.Fprintln(v.w, "! the reply was cut off")
 		}
+		delete(v.mine, v.answering)
+		v.answering = ""
 	case *ipc.Error:
 		v.endStream()
+		if text, ok := v.mine[m.Ref]; ok && m.Ref != "" && m.Code != ipc.CodeToolError {
+			v.echoMine(m.Ref, text) // refused before it was stored
+			v.failed++
+			delete(v.mine, m.Ref)
+			if v.answering == m.Ref {
+				v.answering = ""
+			}
+		}
 		fmt.Fprintf(v.w, "! %s\n", m.Message)
-		delete(v.mine, m.Ref)
 	}
+}
+
+// abandon counts as failed every message of ours still owed a reply,
+// but those in keep, and says so.
+func (v *chatView) abandon(keep map[string]bool) {
+	for ref, text := range v.mine {
+		if keep[ref] {
+			continue
+		}
+		v.endStream()
+		v.echoMine(ref, text)
+		fmt.Fprintf(v.w, "! hearth went away before answering %q\n", cut(text, 60))
+		v.failed++
+		delete(v.mine, ref)
+	}
+	v.answering = ""
+}
+
+// cut is s shortened to about n runes, with an ellipsis when cut.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }
 
 func (v *chatView) endStream() {
@@ -295,12 +502,12 @@ func Status(ctx context.Context, o Options, w io.Writer) error {
 	}
 	defer conn.Close()
 	if err := conn.Send(&ipc.Health{Ref: "status"}); err != nil {
-		return fmt.Errorf("send: %w", err)
+		return lost(err)
 	}
 	for {
 		m, err := conn.Recv(ctx)
 		if err != nil {
-			return fmt.Errorf("connection to hearth lost: %w", err)
+			return lost(err)
 		}
 		switch m := m.(type) {
 		case *ipc.HealthReport:

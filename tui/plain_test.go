@@ -146,3 +146,42 @@ func TestStatus(t *testing.T) {
 		})
 	}
 }
+
+// A reply of ours cut off (cancelled, or hearth stopping mid-reply) counts
+// as a failed message; so does one still owed when the connection is lost,
+// unless it waits in the outbox to go out again.
+func TestChatViewUnansweredMessagesFail(t *testing.T) {
+	stored := func(ref, text string) ipc.Event {
+		return ipc.Event{Msg: &ipc.TurnStored{Ref: ref, Turn: ipc.Turn{ID: "id-" + ref, Role: ipc.RoleUser, Content: text}}}
+	}
+	done := func(id string, incomplete bool) ipc.Event {
+		return ipc.Event{Msg: &ipc.Done{Turn: ipc.Turn{ID: id, Role: ipc.RoleAgent, Content: "par", Incomplete: incomplete}}}
+	}
+	tests := []struct {
+		name       string
+		events     []ipc.Event
+		keep       map[string]bool // abandon at the end with these kept; nil: no abandon
+		wantFailed int
+		wantOwed   int
+	}{
+		{"answered", []ipc.Event{stored("a", "hi"), done("r1", false)}, nil, 0, 0},
+		{"cut off", []ipc.Event{stored("a", "hi"), done("r1", true)}, nil, 1, 0},
+		{"connection lost", []ipc.Event{stored("a", "hi")}, map[string]bool{}, 1, 0},
+		{"in the outbox", nil, map[string]bool{"a": true}, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			v := &chatView{w: &out, seen: map[string]bool{}, mine: map[string]string{"a": "hi"}, sent: 1}
+			for _, e := range tt.events {
+				v.show(e)
+			}
+			if tt.keep != nil {
+				v.abandon(tt.keep)
+			}
+			if v.failed != tt.wantFailed || len(v.mine) != tt.wantOwed {
+				t.Errorf("failed %d, owed %d; want %d, %d\n%s", v.failed, len(v.mine), tt.wantFailed, tt.wantOwed, out.String())
+			}
+		})
+	}
+}

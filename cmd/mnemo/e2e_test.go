@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,20 +22,28 @@ import (
 
 const token = hearthtest.Token
 
-// bins holds the real binaries, built once with the race detector.
-var bins hearthtest.Binaries
+// bins holds the real binaries, built with the race detector by the
+// first test that needs them (see built).
+var (
+	bins     hearthtest.Binaries
+	binsOnce sync.Once
+	binsErr  error
+)
+
+// built builds the binaries once; tests that start them call it first.
+func built(t testing.TB) {
+	t.Helper()
+	binsOnce.Do(func() { bins, binsErr = hearthtest.Build() })
+	if binsErr != nil {
+		t.Fatal(binsErr)
+	}
+}
 
 func TestMain(m *testing.M) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		os.Exit(m.Run()) // every test skips: nothing to build
-	}
-	var err error
-	if bins, err = hearthtest.Build(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(bins.Dir)
+	if bins.Dir != "" {
+		os.RemoveAll(bins.Dir)
+	}
 	os.Exit(code)
 }
 
@@ -42,6 +51,7 @@ func TestMain(m *testing.M) {
 // keeping its home beside the root so that a restart finds the same one.
 func startDaemon(t *testing.T, root, addr string, env []string) *hearthtest.Daemon {
 	t.Helper()
+	built(t)
 	return hearthtest.Start(t, bins.Hearth, hearthtest.Options{Root: root, Addr: addr, Home: filepath.Join(root, "..", "hearth-home"), Env: env})
 }
 
@@ -88,6 +98,7 @@ func (tm *tmux) must(args ...string) string {
 // mnemoCmd is the shell command that runs mnemo on addr with a home of
 // its own.
 func mnemoCmd(t *testing.T, addr string) string {
+	built(t)
 	home := t.TempDir()
 	return fmt.Sprintf("env HOME=%s XDG_STATE_HOME=%s XDG_CONFIG_HOME=%s APP_AUTH_TOKEN=%s %s --addr %s",
 		home, filepath.Join(home, "state"), filepath.Join(home, "config"), token, bins.Mnemo, addr)

@@ -29,11 +29,11 @@ func forget(ctx context.Context, addr string, opts ipc.DialOptions, args []strin
 	fs.Usage = func() { fmt.Fprintln(w, forgetUsage) }
 	purge := fs.Bool("purge", false, "also erase the forgotten text from disk")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError{err}
 	}
 	ids := fs.Args()
 	if len(ids) == 0 && !*purge {
-		return errors.New(forgetUsage)
+		return usageError{errors.New(forgetUsage)}
 	}
 	conn, err := ipc.Dial(ctx, addr, opts)
 	if err != nil {
@@ -77,11 +77,11 @@ func search(ctx context.Context, addr string, opts ipc.DialOptions, args []strin
 	fs.SetOutput(w)
 	k := fs.Int("k", 10, "how many hits")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError{err}
 	}
 	query := strings.Join(fs.Args(), " ")
 	if strings.TrimSpace(query) == "" {
-		return errors.New(`search needs the query: mnemo search "garden plans"`)
+		return usagef(`search needs the query: mnemo search "garden plans"`)
 	}
 	conn, err := ipc.Dial(ctx, addr, opts)
 	if err != nil {

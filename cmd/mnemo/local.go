@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -24,7 +23,10 @@ type localOptions struct {
 
 // runLocal runs cmd against hearth's core in this process: the in-process
 // door instead of a socket, over the same memory root a daemon would own.
-func runLocal(ctx context.Context, lo localOptions, cmd string, args []string) error {
+func runLocal(ctx context.Context, lo localOptions, cmd string, args []string, hq tui.HistoryOptions) error {
+	if cmd != "tui" && cmd != "send" && cmd != "history" && cmd != "status" {
+		return usagef("%q is not available with --local (use tui, send, history or status)", cmd)
+	}
 	log, closeLog, err := tui.OpenLog(os.Getenv, slog.LevelInfo)
 	if err != nil {
 		return err
@@ -46,7 +48,7 @@ func runLocal(ctx context.Context, lo localOptions, cmd string, args []string) e
 	}
 	sys, err := daemon.Open(ctx, cfg, daemon.Runtime{Version: version, Local: true, Log: log})
 	if err != nil {
-		return err
+		return &tui.UnreachableError{Err: err} // the core could not be opened here
 	}
 	core := sys.Core()
 	coreCtx, stopCore := context.WithCancel(context.WithoutCancel(ctx))
@@ -70,13 +72,9 @@ func runLocal(ctx context.Context, lo localOptions, cmd string, args []string) e
 		c := local.New(core, local.Options{Name: lo.client, Log: log})
 		return tui.Run(ctx, tui.RunOptions{Addr: "local · " + sys.RootDir(), Client: lo.client, Session: teaSession{c}, Log: log})
 	case "send":
-		text := strings.Join(args, " ")
-		if strings.TrimSpace(text) == "" {
-			return errors.New(`send needs the text: mnemo --local send "hello"`)
-		}
-		return tui.Send(ctx, o, text, os.Stdout)
+		return tui.Send(ctx, o, strings.Join(args, " "), os.Stdout)
 	case "history":
-		return tui.History(ctx, o, os.Stdout)
+		return tui.History(ctx, o, hq, os.Stdout)
 	case "status":
 		return tui.Status(ctx, o, os.Stdout)
 	}

@@ -26,6 +26,7 @@ func localEnv(t *testing.T, model *llmtest.Server) []string {
 // mnemoLocal runs `mnemo --local --root root args...` to completion.
 func mnemoLocal(t *testing.T, env []string, root string, args ...string) (string, error) {
 	t.Helper()
+	built(t)
 	cmd := exec.Command(bins.Mnemo, append([]string{"--local", "--root", root}, args...)...)
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
@@ -39,6 +40,7 @@ func TestLocalTUIAndSend(t *testing.T) {
 	model := llmtest.NewOpenAI(t, "sk-test")
 	root := filepath.Join(t.TempDir(), "root")
 	env := localEnv(t, model)
+	built(t)
 
 	cmd := "env -i " + strings.Join(env, " ") + fmt.Sprintf(" %s --local --root %s", bins.Mnemo, root)
 	pane := tm.start(100, 30, cmd)
@@ -77,5 +79,11 @@ func TestLocalTUIAndSend(t *testing.T) {
 	}
 	if !strings.Contains(out, "echo: one more thing") {
 		t.Errorf("send printed %q, want the echoed reply", out)
+	}
+
+	// history's query goes through the in-process door too.
+	out, err = mnemoLocal(t, env, root, "history", "-n", "1", "--json")
+	if err != nil || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"content":"echo: one more thing"`) {
+		t.Errorf("mnemo --local history -n 1 --json: %v\n%s\nwant the last turn as one JSON line", err, out)
 	}
 }

@@ -4,7 +4,7 @@
 //	mnemo --addr h:7744   the terminal UI on a remote hearth
 //	mnemo chat            chat line by line
 //	mnemo send "text"     send one message and stream the reply
-//	mnemo history         print the recent conversation
+//	mnemo history [-n N | --all] [--since T] [--json]   print the conversation
 //	mnemo ping [-wait d]  check that hearth answers
 //	mnemo --local ...     the same with hearth's core in this process (no daemon)
 package main
@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -41,15 +42,31 @@ Logs go to $XDG_STATE_HOME/mnemo/mnemo.log.
 
 commands:
   tui             the terminal UI
+  help            this
   chat            chat line by line
   send TEXT...    send one message and stream the reply
-  history         print the recent conversation
+  history         print the recent conversation (the turns a client gets
+                  on connect, 50 by default); -n N the last N turns,
+                  --all every turn, --since T those from T on (2h, 3d,
+                  2026-11-01, or RFC 3339), --json one turn per line as
+                  JSON, the wire's turn object
   search QUERY    search memory; each hit shows the id mnemo forget takes
   forget ID...    forget turns for good (--purge: erase their text from disk)
   status          hearth's health: agent state, model, recall index progress
   ping [-wait D]  check that hearth answers, waiting up to D
 
+chat with its input piped prints each message it sends as "> text"
+before the reply.
+
 The token comes from APP_AUTH_TOKEN, else from the file hearth writes.
+
+exit status:
+  0  done
+  1  the request failed: the model provider failed, hearth refused the
+     message, or (chat) any message failed
+  2  usage: an unknown command or flag, a missing argument
+  3  hearth is unreachable, or refused this client (not running, wrong
+     token, no token yet, the connection broke)
 
 With --local, mnemo runs hearth's core in its own process over the memory
 root (--root, default $XDG_DATA_HOME/mnemo) instead of connecting to a
@@ -58,17 +75,53 @@ connect to that hearth instead. The model, recall and tools are configured
 by the same environment as hearth; hearth's log goes to mnemo's.
 `
 
+// Exit statuses; usage documents them.
+const (
+	exitFailed      = 1
+	exitUsage       = 2
+	exitUnreachable = 3
+)
+
 func main() {
 	version = buildinfo.Version(version)
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "mnemo:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// usageError is a command line mnemo cannot carry out as written.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// exitCode is the exit status for err (see usage).
+func exitCode(err error) int {
+	var ue usageError
+	var unreachable *tui.UnreachableError
+	var netErr *net.OpError
+	var refused *ipc.Error
+	switch {
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &unreachable), errors.Is(err, ipc.ErrNoToken), errors.As(err, &netErr):
+		return exitUnreachable
+	case errors.As(err, &refused):
+		switch refused.Code {
+		case ipc.CodeUnauthorized, ipc.CodeProtocol, ipc.CodeHandshake, ipc.CodeTooManyClients:
+			return exitUnreachable // commands that dial by themselves (forget, search)
+		}
+	}
+	return exitFailed
 }
 
 func run() error {
 	fs := flag.NewFlagSet("mnemo", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard) // run reports the error once, briefly
 	addr := fs.String("addr", "", "hearth address (default 127.0.0.1:$MNEMO_HEARTH_PORT or 127.0.0.1:7744)")
 	tokenFile := fs.String("token-file", "", "auth token file (default: APP_AUTH_TOKEN, else hearth's token file)")
 	localMode := fs.Bool("local", false, "run hearth's core in this process instead of connecting to a daemon")
@@ -76,9 +129,10 @@ func run() error {
 	vectors := fs.String("vectors", "", "word-vector file for --local (default as hearth's)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Print(usage)
 			return nil
 		}
-		return err
+		return usagef("%w (mnemo help lists the commands and flags)", err)
 	}
 	o := tui.Options{Addr: *addr, Client: "mnemo/" + version}
 	if o.Addr == "" {
@@ -89,10 +143,14 @@ func run() error {
 		o.Addr = a
 	}
 	token := func() (string, error) {
+		tok, err := ipc.DiscoverToken(os.Getenv)
 		if *tokenFile != "" {
-			return ipc.ReadTokenFile(*tokenFile)
+			tok, err = ipc.ReadTokenFile(*tokenFile)
 		}
-		return ipc.DiscoverToken(os.Getenv)
+		if err != nil {
+			return "", &tui.UnreachableError{Err: err} // no way in: as unreachable
+		}
+		return tok, nil
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -105,8 +163,27 @@ func run() error {
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
+	switch cmd {
+	case "help":
+		fmt.Print(usage)
+		return nil
+	case "tui", "chat", "status", "history", "ping", "forget", "search":
+	case "send":
+		if strings.TrimSpace(strings.Join(args, " ")) == "" {
+			return usagef(`send needs the text: mnemo send "hello"`)
+		}
+	default:
+		return usagef("unknown command %q (mnemo help lists the commands)", cmd)
+	}
+	var hq tui.HistoryOptions
+	if cmd == "history" {
+		var err error
+		if hq, err = historyFlags(args, time.Now()); err != nil {
+			return err
+		}
+	}
 	if *localMode {
-		return runLocal(ctx, localOptions{root: *root, vectors: *vectors, client: o.Client}, cmd, args)
+		return runLocal(ctx, localOptions{root: *root, vectors: *vectors, client: o.Client}, cmd, args, hq)
 	}
 	switch cmd {
 	case "ping":
@@ -120,23 +197,19 @@ func run() error {
 	}
 	switch cmd {
 	case "chat":
-		return tui.Chat(ctx, o, os.Stdin, os.Stdout)
+		return tui.Chat(ctx, o, os.Stdin, os.Stdout, !term.IsTerminal(int(os.Stdin.Fd())))
 	case "send":
-		text := strings.Join(args, " ")
-		if strings.TrimSpace(text) == "" {
-			return errors.New(`send needs the text: mnemo send "hello"`)
-		}
-		return tui.Send(ctx, o, text, os.Stdout)
+		return tui.Send(ctx, o, strings.Join(args, " "), os.Stdout)
 	case "status":
 		return tui.Status(ctx, o, os.Stdout)
 	case "history":
-		return tui.History(ctx, o, os.Stdout)
+		return tui.History(ctx, o, hq, os.Stdout)
 	case "forget": // forget.go
 		return forget(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	case "search":
 		return search(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	default:
-		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+		return usagef("unknown command %q (mnemo help lists the commands)", cmd)
 	}
 }
 
@@ -181,7 +254,7 @@ func ping(ctx context.Context, o tui.Options, token func() (string, error), args
 	pfs := flag.NewFlagSet("ping", flag.ContinueOnError)
 	wait := pfs.Duration("wait", 0, "keep trying this long")
 	if err := pfs.Parse(args); err != nil {
-		return err
+		return usageError{err}
 	}
 	if *wait == 0 {
 		var err error

@@ -36,6 +36,54 @@ type Config struct {
 
 	Model  ModelConfig
 	Recall RecallConfig
+	Voice  VoiceConfig
+}
+
+// Voice providers, for VoiceConfig.Provider.
+const (
+	VoiceXAI    = "xai"
+	VoiceOpenAI = "openai"
+	VoiceNone   = "none"
+)
+
+// Voice turn detection, for VoiceConfig.VAD.
+const (
+	VADServer = "server_vad" // the provider detects when the owner speaks and stops
+	VADManual = "manual"     // push-to-talk: the client commits each turn
+)
+
+// VoiceConfig is the realtime voice provider's settings. Its key is the
+// provider's API key (Model.XAIKey or Model.OpenAIKey): never a setting
+// of its own, never in the file, never sent to a client.
+type VoiceConfig struct {
+	// Provider is "", "xai", "openai" or "none"; "": xai when XAI_API_KEY
+	// is set, else none (OpenAI voice is chosen explicitly, as
+	// OPENAI_API_KEY often serves a local model).
+	Provider           Setting[string]
+	Model              Setting[string]  // "": the provider's default
+	Voice              Setting[string]  // "": the provider's default
+	BaseURL            Setting[string]  // the provider's API base; "": its default
+	VAD                Setting[string]  // VADServer or VADManual
+	VADThreshold       Setting[float64] // speech probability, lower is more sensitive
+	VADSilence         Setting[time.Duration]
+	VADPrefixPadding   Setting[time.Duration]
+	TranscriptionModel Setting[string] // "": the provider's default
+}
+
+// VoiceProvider is the voice provider in effect: "xai", "openai" or ""
+// (none), with the key it mints with.
+func (c *Config) VoiceProvider() (provider string, key Secret) {
+	switch c.Voice.Provider.Value {
+	case VoiceXAI:
+		return VoiceXAI, c.Model.XAIKey.Value
+	case VoiceOpenAI:
+		return VoiceOpenAI, c.Model.OpenAIKey.Value
+	case "":
+		if c.Model.XAIKey.Value.IsSet() {
+			return VoiceXAI, c.Model.XAIKey.Value
+		}
+	}
+	return "", Secret{}
 }
 
 // ModelConfig is the model provider's settings; see llm.Settings for what

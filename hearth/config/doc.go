@@ -64,6 +64,17 @@
 //	qdrant_addr = "localhost:6334"    # MNEMO_QDRANT_ADDR; left out: the embedded index
 //	qdrant_tls = false                # MNEMO_QDRANT_TLS
 //
+//	[voice]
+//	provider = "xai"                  # MNEMO_VOICE_PROVIDER: xai, openai or none; left out: xai when XAI_API_KEY is set
+//	model = "grok-voice-latest"       # MNEMO_VOICE_MODEL; left out: the provider's default
+//	voice = "eve"                     # MNEMO_VOICE_VOICE; left out: the provider's default
+//	base_url = "https://api.x.ai/v1"  # MNEMO_VOICE_BASE_URL: where credentials are minted (tests, proxies)
+//	vad = "server_vad"                # MNEMO_VOICE_VAD: server_vad, or manual (push-to-talk)
+//	vad_threshold = 0.2               # MNEMO_VOICE_VAD_THRESHOLD: lower is more sensitive (xAI: 0.1-0.9)
+//	vad_silence = "500ms"             # MNEMO_VOICE_VAD_SILENCE: the pause that ends a turn
+//	vad_prefix_padding = "300ms"      # MNEMO_VOICE_VAD_PREFIX_PADDING: audio kept before speech starts
+//	transcription_model = "grok-transcribe"          # MNEMO_VOICE_TRANSCRIPTION_MODEL
+//
 // (testdata/example.toml is this file; a test loads it.)
 //
 // # Defaults
@@ -80,7 +91,13 @@
 // only), the embedded index. For the openai and ollama embedders,
 // embed_base_url defaults to model.openai_base_url, then
 // https://api.openai.com/v1 (openai), or to http://localhost:11434
-// (ollama), and the key MNEMO_EMBED_API_KEY to OPENAI_API_KEY.
+// (ollama), and the key MNEMO_EMBED_API_KEY to OPENAI_API_KEY. Voice:
+// provider xai when XAI_API_KEY is set, else none (openai is chosen
+// explicitly and mints with OPENAI_API_KEY); the provider's model, voice,
+// base URL and transcription model; vad server_vad with threshold 0.2,
+// silence 500ms (seed 004: a silent session is never answered) and
+// prefix padding 300ms. The voice key is the provider's API key: hearth
+// mints short-lived credentials with it and never sends it to a client.
 //
 // # Secrets
 //

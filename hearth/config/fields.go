@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"path/filepath"
 	"slices"
@@ -76,10 +77,20 @@ var fields = []field{
 	{key: "recall.qdrant_addr", env: "MNEMO_QDRANT_ADDR", unset: "(none: the embedded index)", value: func(c *Config) value { return text(&c.Recall.QdrantAddr, false) }},
 	{key: "recall.qdrant_api_key", env: "MNEMO_QDRANT_API_KEY", secret: true, value: func(c *Config) value { return secret(&c.Recall.QdrantKey) }},
 	{key: "recall.qdrant_tls", env: "MNEMO_QDRANT_TLS", value: func(c *Config) value { return boolean(&c.Recall.QdrantTLS) }},
+
+	{key: "voice.provider", env: "MNEMO_VOICE_PROVIDER", unset: "(auto: xai when XAI_API_KEY is set, else none)", value: func(c *Config) value { return text(&c.Voice.Provider, true) }},
+	{key: "voice.model", env: "MNEMO_VOICE_MODEL", unset: "(the provider's default)", value: func(c *Config) value { return text(&c.Voice.Model, false) }},
+	{key: "voice.voice", env: "MNEMO_VOICE_VOICE", unset: "(the provider's default)", value: func(c *Config) value { return text(&c.Voice.Voice, false) }},
+	{key: "voice.base_url", env: "MNEMO_VOICE_BASE_URL", unset: "(the provider's default)", value: func(c *Config) value { return baseURL(&c.Voice.BaseURL) }},
+	{key: "voice.vad", env: "MNEMO_VOICE_VAD", value: func(c *Config) value { return text(&c.Voice.VAD, true) }},
+	{key: "voice.vad_threshold", env: "MNEMO_VOICE_VAD_THRESHOLD", value: func(c *Config) value { return number(&c.Voice.VADThreshold) }},
+	{key: "voice.vad_silence", env: "MNEMO_VOICE_VAD_SILENCE", value: func(c *Config) value { return duration(&c.Voice.VADSilence) }},
+	{key: "voice.vad_prefix_padding", env: "MNEMO_VOICE_VAD_PREFIX_PADDING", value: func(c *Config) value { return duration(&c.Voice.VADPrefixPadding) }},
+	{key: "voice.transcription_model", env: "MNEMO_VOICE_TRANSCRIPTION_MODEL", unset: "(the provider's default)", value: func(c *Config) value { return text(&c.Voice.TranscriptionModel, false) }},
 }
 
 // tables are the file's tables.
-var tables = map[string]bool{"model": true, "recall": true}
+var tables = map[string]bool{"model": true, "recall": true, "voice": true}
 
 func fieldByKey(key string) (field, bool) {
 	for _, f := range fields {
@@ -213,6 +224,35 @@ func integer(s *Setting[int]) value {
 		},
 		format:  strconv.Itoa,
 		isEmpty: func(n int) bool { return n == 0 },
+	}
+}
+
+// number is a decimal number: a TOML float or integer in the file.
+func number(s *Setting[float64]) value {
+	parse := func(raw string) (float64, error) {
+		f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, errors.New("want a number such as 0.5")
+		}
+		return f, nil
+	}
+	return typed[float64]{
+		s:        s,
+		fromText: parse,
+		fromTOML: func(v any, _ Source) (float64, error) {
+			switch n := v.(type) {
+			case float64:
+				if math.IsNaN(n) || math.IsInf(n, 0) {
+					break
+				}
+				return n, nil
+			case int64:
+				return float64(n), nil
+			}
+			return 0, errors.New("want a number such as 0.5")
+		},
+		format:  func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) },
+		isEmpty: func(float64) bool { return false },
 	}
 }
 

@@ -153,6 +153,17 @@ func (l *loader) defaults() *Config {
 			QdrantKey:    Setting[Secret]{Source: def("recall.qdrant_api_key")},
 			QdrantTLS:    Setting[bool]{false, def("recall.qdrant_tls")},
 		},
+		Voice: VoiceConfig{
+			Provider:           str("voice.provider", ""),
+			Model:              str("voice.model", ""),
+			Voice:              str("voice.voice", ""),
+			BaseURL:            str("voice.base_url", ""),
+			VAD:                str("voice.vad", VADServer),
+			VADThreshold:       Setting[float64]{DefaultVADThreshold, def("voice.vad_threshold")},
+			VADSilence:         Setting[time.Duration]{DefaultVADSilence, def("voice.vad_silence")},
+			VADPrefixPadding:   Setting[time.Duration]{DefaultVADPrefixPadding, def("voice.vad_prefix_padding")},
+			TranscriptionModel: str("voice.transcription_model", ""),
+		},
 	}
 	return c
 }

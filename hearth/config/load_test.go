@@ -112,6 +112,17 @@ func TestLoadDefaults(t *testing.T) {
 			QdrantKey:    Setting[Secret]{Source: def("recall.qdrant_api_key")},
 			QdrantTLS:    Setting[bool]{false, def("recall.qdrant_tls")},
 		},
+		Voice: VoiceConfig{
+			Provider:           str("voice.provider", ""),
+			Model:              str("voice.model", ""),
+			Voice:              str("voice.voice", ""),
+			BaseURL:            str("voice.base_url", ""),
+			VAD:                str("voice.vad", "server_vad"),
+			VADThreshold:       Setting[float64]{0.2, def("voice.vad_threshold")},
+			VADSilence:         Setting[time.Duration]{500 * time.Millisecond, def("voice.vad_silence")},
+			VADPrefixPadding:   Setting[time.Duration]{300 * time.Millisecond, def("voice.vad_prefix_padding")},
+			TranscriptionModel: str("voice.transcription_model", ""),
+		},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Load() (-want +got):\n%s", diff)
@@ -296,11 +307,11 @@ func TestLoadErrors(t *testing.T) {
 		},
 		{
 			name: "unknown keys, with their lines",
-			fx:   fixture{file: "histroy = 5\n[model]\nprovder = \"xai\"\n[voice]\nrate = 1\n"},
+			fx:   fixture{file: "histroy = 5\n[model]\nprovder = \"xai\"\n[video]\nrate = 1\n"},
 			want: []string{
 				`histroy (file $DIR/mnemo/hearth.toml:1): unknown setting`,
 				`model.provder (file $DIR/mnemo/hearth.toml:3): unknown setting`,
-				`voice (file $DIR/mnemo/hearth.toml:4): unknown setting`,
+				`video (file $DIR/mnemo/hearth.toml:4): unknown setting`,
 			},
 		},
 		{
@@ -308,7 +319,7 @@ func TestLoadErrors(t *testing.T) {
 			fx:   fixture{file: "model.bogus = 1\nvoice.rate = 1\n[recall.extra]\nx = 1\n[deep.er]\ny = 2\n[model]\ninline = {a = 1, b = 2}\nz = {}\n"},
 			want: []string{
 				`model.bogus (file $DIR/mnemo/hearth.toml:1): unknown setting`,
-				`voice (file $DIR/mnemo/hearth.toml:2): unknown setting`,
+				`voice.rate (file $DIR/mnemo/hearth.toml:2): unknown setting`,
 				`recall.extra (file $DIR/mnemo/hearth.toml:3): unknown setting`,
 				`deep (file $DIR/mnemo/hearth.toml:5): unknown setting`,
 				`model.inline (file $DIR/mnemo/hearth.toml:8): unknown setting`,

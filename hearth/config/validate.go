@@ -70,6 +70,71 @@ func (l *loader) validate(c *Config) []error {
 
 	errs = append(errs, validateModel(c)...)
 	errs = append(errs, validateRecall(c)...)
+	errs = append(errs, validateVoice(c)...)
+	return errs
+}
+
+// Voice defaults: seed 004's VAD (threshold 0.2, 500 ms of silence ends
+// a turn), which keeps a silent session from being answered, and a
+// prefix padding.
+const (
+	DefaultVADThreshold     = 0.2
+	DefaultVADSilence       = 500 * time.Millisecond
+	DefaultVADPrefixPadding = 300 * time.Millisecond
+)
+
+// Bounds of the VAD settings both providers accept.
+const (
+	maxVADSilence = 10 * time.Second
+	maxVADPadding = 10 * time.Second
+)
+
+func validateVoice(c *Config) []error {
+	var errs []error
+	bad := func(src Source, v any, format string, args ...any) {
+		errs = append(errs, problem(src, display(v), fmt.Sprintf(format, args...)))
+	}
+	v := c.Voice
+	switch p := v.Provider.Value; p {
+	case "", VoiceNone:
+	case VoiceXAI:
+		if !c.Model.XAIKey.Value.IsSet() {
+			bad(v.Provider.Source, p, "needs XAI_API_KEY in the environment")
+		}
+	case VoiceOpenAI:
+		if !c.Model.OpenAIKey.Value.IsSet() {
+			bad(v.Provider.Source, p, "needs OPENAI_API_KEY in the environment")
+		}
+	default:
+		bad(v.Provider.Source, p, "use %s, %s or %s (left out: %s when XAI_API_KEY is set)", VoiceXAI, VoiceOpenAI, VoiceNone, VoiceXAI)
+	}
+	if u := v.BaseURL; u.Value != "" {
+		if err := checkURL(u.Value); err != nil {
+			bad(u.Source, redactURL(u.Value), "%v", err)
+		}
+	}
+	switch v.VAD.Value {
+	case VADServer, VADManual:
+	default:
+		bad(v.VAD.Source, v.VAD.Value, "use %s or %s", VADServer, VADManual)
+	}
+	lo, hi := 0.0, 1.0
+	if p, _ := c.VoiceProvider(); p == VoiceXAI {
+		lo, hi = 0.1, 0.9 // xAI's range
+	}
+	if t := v.VADThreshold.Value; t < lo || t > hi || (t == 0 && lo == 0) {
+		if lo == 0 {
+			bad(v.VADThreshold.Source, t, "must be above 0 and at most 1")
+		} else {
+			bad(v.VADThreshold.Source, t, "must be between %g and %g for %s", lo, hi, VoiceXAI)
+		}
+	}
+	if d := v.VADSilence.Value; d <= 0 || d > maxVADSilence {
+		bad(v.VADSilence.Source, d, "must be positive and at most %v", maxVADSilence)
+	}
+	if d := v.VADPrefixPadding.Value; d < 0 || d > maxVADPadding {
+		bad(v.VADPrefixPadding.Source, d, "must be between 0s and %v", maxVADPadding)
+	}
 	return errs
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/hearth/ndjson"
 	"github.com/mnemo/mnemo/hearth/tools"
+	"github.com/mnemo/mnemo/hearth/voicekey"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
@@ -209,6 +210,10 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		},
 		Log: log,
 	})
+	voice, err := voiceMinter(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	core, err = hearth.New(hearth.Config{
 		Journal:        j,
 		Models:         prefs,
@@ -217,6 +222,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		Memory:         mem,
 		Tools:          s.registry,
 		Anchor:         anchor{root},
+		Voice:          voice,
 		HistoryTurns:   cfg.HistoryTurns.Value,
 		ToolTimeout:    cfg.ToolTimeout.Value,
 		ConfirmTimeout: cfg.ConfirmTimeout.Value,
@@ -319,6 +325,31 @@ func mintToken(path string) (string, error) {
 		return "", fmt.Errorf("write token file: %w", err)
 	}
 	return tok, f.Close()
+}
+
+// voiceMinter is the configured voice provider's minter; nil (no
+// voice) when none is configured.
+func voiceMinter(cfg *config.Config, log *slog.Logger) (hearth.VoiceMinter, error) {
+	provider, key := cfg.VoiceProvider()
+	if provider == "" {
+		log.Info("no voice provider configured: voice_request is refused with what to set")
+		return nil, nil
+	}
+	v := cfg.Voice
+	vad := hearth.VoiceVAD{Type: v.VAD.Value}
+	if vad.Type == config.VADServer {
+		vad.Threshold, vad.Silence, vad.PrefixPadding = v.VADThreshold.Value, v.VADSilence.Value, v.VADPrefixPadding.Value
+	}
+	m, err := voicekey.New(voicekey.Settings{
+		Provider: provider, Key: key.Reveal(), BaseURL: v.BaseURL.Value,
+		Model: v.Model.Value, Voice: v.Voice.Value, Transcription: v.TranscriptionModel.Value,
+		VAD: vad, Log: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("voice: %w", err)
+	}
+	log.Info("voice provider configured", "provider", provider)
+	return m, nil
 }
 
 // anchor is the one system message that opens every session: the agent's

@@ -53,6 +53,9 @@ type Options struct {
 	Home string   // HOME (and XDG_CONFIG_HOME under it); default a new temp dir
 	Env  []string // added to HOME, XDG_CONFIG_HOME, PATH and APP_AUTH_TOKEN
 	Args []string // extra flags
+	// Umask, when set (e.g. "000"), is hearth's umask: it starts through
+	// sh, so that the test binary's own umask stays as it is.
+	Umask string
 }
 
 // Daemon is one run of the real hearth binary.
@@ -78,7 +81,11 @@ func Start(t testing.TB, bin string, o Options) *Daemon {
 	if o.Home == "" {
 		o.Home = t.TempDir()
 	}
-	cmd := exec.Command(bin, append([]string{"-addr", o.Addr, "-root", o.Root}, o.Args...)...)
+	args := append([]string{"-addr", o.Addr, "-root", o.Root}, o.Args...)
+	cmd := exec.Command(bin, args...)
+	if o.Umask != "" {
+		cmd = exec.Command("/bin/sh", append([]string{"-c", `umask "$0" && exec "$@"`, o.Umask, bin}, args...)...)
+	}
 	cmd.Env = append([]string{
 		"HOME=" + o.Home,
 		"XDG_CONFIG_HOME=" + filepath.Join(o.Home, "config"),

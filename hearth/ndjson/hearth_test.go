@@ -329,7 +329,7 @@ func TestBadLinesKeepConnectionOpen(t *testing.T) {
 		{`{"type":"token","content":"x"}`, ipc.CodeBadRequest},
 		{`{"type":"connect","token":"` + testToken + `"}`, ipc.CodeBadRequest},
 		{`{"type":"transcript","role":"robot","text":"x"}`, ipc.CodeBadRequest},
-		{`{"type":"voice_request"}`, ipc.CodeUnavailable},
+		{`{"type":"voice_request"}`, ipc.CodeNoVoiceProvider},
 	}
 	for _, tt := range tests {
 		c.send(t, tt.line)

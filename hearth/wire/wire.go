@@ -31,9 +31,10 @@ type Core interface {
 	Confirm(id string, approve bool) error
 	Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
 	Forget(ctx context.Context, req hearth.ForgetRequest) (hearth.ForgetResult, error)
+	History(ctx context.Context, q hearth.HistoryQuery) (hearth.HistoryPage, error)
 	Health() hearth.Health
 	Settled(ctx context.Context) error
-	RequestVoice(ctx context.Context) error
+	RequestVoice(ctx context.Context) (hearth.VoiceCredential, error)
 	StopVoice()
 }
 
@@ -159,7 +160,7 @@ func (s *Session) Handle(m ipc.Msg) bool {
 	case *ipc.Ping:
 		s.reply(&ipc.Pong{Ref: m.Ref})
 	case *ipc.VoiceRequest:
-		s.refuse(s.core.RequestVoice(s.ctx), "")
+		s.voice()
 	case *ipc.StopVoice:
 		s.core.StopVoice()
 	case *ipc.Cancel:
@@ -170,6 +171,8 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.search(m)
 	case *ipc.Forget:
 		s.forget(m)
+	case *ipc.HistoryQuery:
+		s.history(m)
 	case *ipc.Health:
 		s.reply(s.health(m.Ref))
 	case *ipc.Disconnect:
@@ -246,6 +249,40 @@ func (s *Session) search(m *ipc.Search) {
 	})
 }
 
+// voiceTimeout bounds minting a voice credential (the minter bounds its
+// own call to the provider more tightly).
+const voiceTimeout = 30 * time.Second
+
+// voice mints a voice credential off the caller's goroutine and sends it
+// to this client only; Close cancels it.
+func (s *Session) voice() {
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, voiceTimeout)
+		defer cancel()
+		cred, err := s.core.RequestVoice(ctx)
+		if err != nil {
+			s.refuse(err, "")
+			return
+		}
+		s.reply(VoiceCredential(cred))
+	})
+}
+
+// VoiceCredential is a minted credential on the wire.
+func VoiceCredential(c hearth.VoiceCredential) *ipc.VoiceCredential {
+	m := &ipc.VoiceCredential{
+		Token: c.Value, ExpiresAt: c.ExpiresAt, URL: c.URL, Model: c.Model, Dialect: c.Dialect,
+		Voice: c.Voice, Instructions: c.Instructions, TranscriptionModel: c.Transcription,
+	}
+	if c.VAD.Type != "" {
+		m.VAD = &ipc.VoiceVAD{Type: c.VAD.Type, Threshold: c.VAD.Threshold, SilenceMS: c.VAD.Silence.Milliseconds(), PrefixPaddingMS: c.VAD.PrefixPadding.Milliseconds()}
+	}
+	for _, t := range c.Tools {
+		m.Tools = append(m.Tools, ipc.VoiceTool{Name: t.Name, Description: t.Description, Parameters: rawArgs(t.Parameters)})
+	}
+	return m
+}
+
 // forgetTimeout bounds a forget, its purge included.
 const forgetTimeout = 2 * time.Minute
 
@@ -271,6 +308,45 @@ func (s *Session) forget(m *ipc.Forget) {
 		}
 		s.reply(out)
 	})
+}
+
+// history answers a history query off the caller's goroutine (it reads
+// the journal); Close cancels it.
+func (s *Session) history(m *ipc.HistoryQuery) {
+	q := hearth.HistoryQuery{Limit: m.Limit, After: m.After, Since: m.Since}
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, historyTimeout)
+		defer cancel()
+		page, err := s.core.History(ctx, q)
+		if err != nil {
+			s.refuse(err, m.Ref)
+			return
+		}
+		s.reply(HistoryPage(m.Ref, page))
+	})
+}
+
+// historyTimeout bounds reading one page of history from the journal.
+const historyTimeout = 30 * time.Second
+
+// HistoryPage is a page of records on the wire, cut to fit one line: the
+// turns that do not fit are left for the next page (More).
+func HistoryPage(ref string, p hearth.HistoryPage) *ipc.HistoryPage {
+	out := &ipc.HistoryPage{Ref: ref, Turns: make([]ipc.Turn, 0, len(p.Records)), More: p.More}
+	room := ipc.MaxLineBytes - 256 - len(ref)*6
+	for _, r := range p.Records {
+		t := Turn(r)
+		b, err := json.Marshal(t)
+		if err != nil {
+			continue // cannot happen: a Turn always encodes
+		}
+		if room -= len(b) + 1; room < 0 && len(out.Turns) > 0 {
+			out.More = true
+			break
+		}
+		out.Turns = append(out.Turns, t)
+	}
+	return out
 }
 
 // SearchHit is a memory hit on the wire, its text and provenance bounded.

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +142,36 @@ func TestCostFollowsTheWire(t *testing.T) {
 		if got := Cost(tt.ev); got < tt.lo || got > tt.hi {
 			t.Errorf("%s: Cost = %d, want within [%d, %d]", tt.name, got, tt.lo, tt.hi)
 		}
+	}
+}
+
+// A page of history always fits one line: the turns that do not are left
+// for the next page, and at least one turn is always sent.
+func TestHistoryPageFitsALine(t *testing.T) {
+	big := strings.Repeat("<", ipc.MaxTurnContent) // escaped six-fold on the wire
+	rec := func(i int, text string) journal.Record {
+		return journal.Record{ID: fmt.Sprintf("r%03d", i), Role: "user", Text: text, TS: ts, Mode: "text"}
+	}
+	for _, tc := range []struct {
+		name      string
+		recs      []journal.Record
+		more      bool
+		wantTurns int
+		wantMore  bool
+	}{
+		{"small", []journal.Record{rec(1, "a"), rec(2, "b")}, false, 2, false},
+		{"small, more to come", []journal.Record{rec(1, "a")}, true, 1, true},
+		{"too big for a line", []journal.Record{rec(1, big), rec(2, big), rec(3, big)}, false, 1, true},
+		{"empty", nil, false, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := HistoryPage("h1", hearth.HistoryPage{Records: tc.recs, More: tc.more})
+			if len(p.Turns) != tc.wantTurns || p.More != tc.wantMore || p.Ref != "h1" {
+				t.Errorf("page of %d turns, more %v, ref %q; want %d, %v, h1", len(p.Turns), p.More, p.Ref, tc.wantTurns, tc.wantMore)
+			}
+			if _, err := ipc.Encode(p); err != nil {
+				t.Errorf("page does not encode: %v", err)
+			}
+		})
 	}
 }

@@ -1,0 +1,357 @@
+package vault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Authors of durable writes; a job is "job:<name>".
+const (
+	AuthorAgent   = "agent"
+	AuthorOwner   = "owner"
+	AuthorCurator = "curator"
+)
+
+// ErrStale is wrapped by Apply's error when the file changed since the
+// proposal was made: nothing is written, and the proposal must be made again
+// against the file as it is.
+var ErrStale = errors.New("file changed since the proposal was made")
+
+// Vault writes to the vault of one memory root. Its writes are serialized;
+// it assumes it is the root's only writer in this process (hearth's single
+// commit path will own it).
+type Vault struct {
+	dir string
+	log *slog.Logger
+	now func() time.Time
+	mu  sync.Mutex
+}
+
+// New returns the vault of the memory root dir (see Ensure for its layout).
+func New(dir string, log *slog.Logger) *Vault {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Vault{dir: dir, log: log, now: time.Now}
+}
+
+// Dir returns the memory root.
+func (v *Vault) Dir() string { return v.dir }
+
+// Policy reads config/memory.policy.yml; a missing file gives the defaults.
+func (v *Vault) Policy() (Policy, error) {
+	b, err := os.ReadFile(filepath.Join(v.dir, filepath.FromSlash(PolicyFile)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return DefaultPolicy(), nil
+	}
+	if err != nil {
+		return Policy{}, err
+	}
+	return ParsePolicy(b)
+}
+
+// Read returns the file p of the root, nil when it does not exist.
+func (v *Vault) Read(p string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(v.dir, filepath.FromSlash(p)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// Result is what Apply did.
+type Result struct {
+	Paths  []string // the files written or removed
+	Commit string   // "" when the commit failed (Apply's error says why)
+}
+
+// Apply writes an approved proposal: each file it touches atomically
+// (temporary file, fsync, rename, directory fsync), then one git commit
+// naming the proposal and its reason, then one ledger line per file,
+// fsync'd. Governance is the caller's (Decide, or the owner's approval);
+// Apply checks only that the files are still what the proposal was made
+// against, and refuses with ErrStale when not.
+//
+// Truth maintenance: a proposal that supersedes notes marks each of them
+// superseded (contradicted when p.Contradicts), with superseded_by naming
+// the new note, and the new note's supersedes naming them. A deprecate
+// keeps the note and marks it deprecated; only a delete removes a file.
+//
+// A note written by anyone but the owner is stamped (updated_at now,
+// created_at kept from the note it replaces) and written in canonical form;
+// the owner's text is written byte for byte. The proposal, if queued in
+// inbox/proposals/, leaves the inbox in the same commit.
+//
+// When the commit fails (a held index.lock, a corrupt repository), the
+// files are written and ledgered with the error (commit_error), and Apply
+// returns a *CommitError: the write is durable, and the next commit of those
+// paths takes it in.
+func (v *Vault) Apply(ctx context.Context, p *Proposal) (Result, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err := p.validate(); err != nil {
+		return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
+	}
+	now := v.now().UTC()
+	type write struct {
+		path          string
+		before, after []byte // after nil: remove
+	}
+	var writes []write
+	current, err := v.Read(p.Path)
+	if err != nil {
+		return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
+	}
+	if d, stale := staleness(p, current); stale {
+		return Result{}, fmt.Errorf("apply %s: %w: %s", p.ID, ErrStale, d.Why)
+	}
+	var newNote *Note
+	switch p.Op {
+	case OpCreate, OpUpdate:
+		after := []byte(p.Content)
+		if p.Patch != nil {
+			n, err := ParseNote(p.Path, current)
+			if err != nil {
+				return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
+			}
+			patch(n, p.Patch, now)
+			after = n.Format()
+		}
+		if isNotePath(p.Path) {
+			n, err := ParseNote(p.Path, after)
+			if err != nil {
+				return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
+			}
+			newNote = n
+			// The owner's text is written as they wrote it; anyone
+			// else's note is stamped and written canonically.
+			if p.Author != AuthorOwner && p.Patch == nil {
+				stamp(n, current, now)
+				after = n.Format()
+			}
+		}
+		writes = append(writes, write{p.Path, current, after})
+	case OpDeprecate:
+		n, err := ParseNote(p.Path, current)
+		if err != nil {
+			return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
+		}
+		n.Status, n.UpdatedAt = Deprecated, now
+		writes = append(writes, write{p.Path, current, n.Format()})
+	case OpDelete:
+		writes = append(writes, write{p.Path, current, nil})
+	}
+	if len(p.Supersedes) > 0 {
+		if newNote == nil {
+			return Result{}, fmt.Errorf("apply %s: only a note can supersede notes", p.ID)
+		}
+		mark := Superseded
+		if p.Contradicts {
+			mark = Contradicted
+		}
+		for _, old := range p.Supersedes {
+			b, err := v.Read(old)
+			if err != nil {
+				return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
+			}
+			if b == nil {
+				return Result{}, fmt.Errorf("apply %s: %w: %s does not exist", p.ID, ErrStale, old)
+			}
+			on, err := ParseNote(old, b)
+			if err != nil {
+				return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
+			}
+			on.Status, on.UpdatedAt = mark, now
+			if !slices.Contains(on.SupersededBy, newNote.ID) {
+				on.SupersededBy = append(on.SupersededBy, newNote.ID)
+			}
+			if !slices.Contains(newNote.Supersedes, on.ID) {
+				newNote.Supersedes = append(newNote.Supersedes, on.ID)
+			}
+			writes = append(writes, write{old, b, on.Format()})
+		}
+		writes[0].after = newNote.Format()
+	}
+
+	res := Result{}
+	for _, w := range writes {
+		if w.after == nil {
+			if err := removeDurable(v.dir, w.path); err != nil {
+				return res, fmt.Errorf("apply %s: %w", p.ID, err)
+			}
+		} else if err := writeAtomic(v.dir, w.path, w.after); err != nil {
+			return res, fmt.Errorf("apply %s: %w", p.ID, err)
+		}
+		res.Paths = append(res.Paths, w.path)
+	}
+	paths := slices.Clone(res.Paths)
+	queued := filepath.Join(v.dir, filepath.FromSlash(proposalPath(p.ID)))
+	if _, err := os.Lstat(queued); err == nil {
+		paths = append(paths, proposalPath(p.ID))
+	}
+	// The ledger is committed too: the lines of earlier writes (this
+	// write's line names this commit, so it is written after it and is
+	// taken in by the next).
+	paths = append(paths, LedgerFile)
+
+	var commitErr error
+	if _, err := os.Lstat(queued); err == nil {
+		if err := removeDurable(v.dir, proposalPath(p.ID)); err != nil {
+			return res, fmt.Errorf("apply %s: %w", p.ID, err)
+		}
+	}
+	res.Commit, commitErr = Commit(ctx, v.dir, paths, commitMessage(p), p.Author)
+	if commitErr != nil {
+		v.log.Warn("vault: commit failed; the write is saved and waits for the next commit",
+			"proposal", p.ID, "err", commitErr)
+	}
+	entries := make([]Entry, 0, len(writes))
+	for _, w := range writes {
+		e := Entry{TS: now, Op: p.Op, Path: w.path, Author: p.Author, Reason: p.Reason,
+			Sources: p.Sources, Proposal: p.ID, Commit: res.Commit}
+		if w.before != nil {
+			e.Before = Hash(w.before)
+		}
+		if w.after != nil {
+			e.After = Hash(w.after)
+		}
+		if w.path != p.Path {
+			e.Op = "mark_" + Op(newStatus(w.after))
+		}
+		if commitErr != nil {
+			e.CommitErr = commitErr.Error()
+		}
+		entries = append(entries, e)
+	}
+	if err := appendLedger(v.dir, entries...); err != nil {
+		return res, fmt.Errorf("apply %s: %w", p.ID, errors.Join(err, commitErr))
+	}
+	if commitErr != nil {
+		return res, fmt.Errorf("apply %s: %w", p.ID, commitErr)
+	}
+	return res, nil
+}
+
+// newStatus is the status of a note's bytes, for the ledger.
+func newStatus(b []byte) Status {
+	n, err := ParseNote("", b)
+	if err != nil {
+		return ""
+	}
+	return n.Status
+}
+
+// stamp sets n's updated_at to now and its created_at to that of the note
+// it replaces (old), or now for a new note.
+func stamp(n *Note, old []byte, now time.Time) {
+	n.UpdatedAt = now
+	if o, err := ParseNote("", old); old != nil && err == nil && !o.CreatedAt.IsZero() {
+		n.CreatedAt = o.CreatedAt
+	} else if n.CreatedAt.IsZero() {
+		n.CreatedAt = now
+	}
+}
+
+func patch(n *Note, pt *Patch, now time.Time) {
+	if pt.BodyAppend != "" {
+		if len(n.Body) > 0 && n.Body[len(n.Body)-1] != '\n' {
+			n.Body = append(n.Body, '\n')
+		}
+		n.Body = append(n.Body, pt.BodyAppend...)
+		if !strings.HasSuffix(pt.BodyAppend, "\n") {
+			n.Body = append(n.Body, '\n')
+		}
+	}
+	for _, t := range pt.TagsAdd {
+		if !slices.Contains(n.Tags, t) {
+			n.Tags = append(n.Tags, t)
+		}
+	}
+	if pt.Confidence != nil {
+		n.Confidence = min(max(*pt.Confidence, 0), 1)
+	}
+	if pt.Confirmed {
+		n.LastConfirmedAt = now
+	}
+	n.UpdatedAt = now
+}
+
+// commitMessage names the change, its reason, the proposal and the sources.
+func commitMessage(p *Proposal) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "vault: %s %s\n\n%s\n\nProposal: %s\nAuthor: %s\n", p.Op, p.Path, strings.TrimSpace(p.Reason), p.ID, p.Author)
+	for _, s := range p.Sources {
+		fmt.Fprintf(&b, "Source: thread %s turn %s", s.Thread, s.Turn)
+		if s.ExcerptSHA256 != "" {
+			fmt.Fprintf(&b, " excerpt %s", s.ExcerptSHA256)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// NewNoteID returns a fresh note id.
+func NewNoteID() string { return ulid.Make().String() }
+
+// writeAtomic replaces the file p of the root dir with data: a temporary
+// file in the same directory, fsync'd, renamed over p, and the directory
+// fsync'd, so that a crash leaves the old file or the new one, whole.
+func writeAtomic(dir, p string, data []byte) (err error) {
+	full := filepath.Join(dir, filepath.FromSlash(p))
+	parent := filepath.Dir(full)
+	if err := os.MkdirAll(parent, dirPerm); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(parent, "."+filepath.Base(full)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), full); err != nil {
+		return err
+	}
+	return syncDir(parent)
+}
+
+// removeDurable removes the file p and fsyncs its directory.
+func removeDurable(dir, p string) error {
+	full := filepath.Join(dir, filepath.FromSlash(p))
+	if err := os.Remove(full); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return syncDir(filepath.Dir(full))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

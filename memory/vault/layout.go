@@ -1,0 +1,187 @@
+// Package vault is the readable, correctable part of the memory: knowledge
+// notes in Markdown with YAML front matter, summaries, prompts, the memory
+// policy, proposals awaiting review and the audit ledger, laid out in the
+// memory root (see memory.Open) and versioned by its git repository.
+//
+// Every durable write goes through Apply: the file is written atomically,
+// committed with a message naming its proposal and reason, and recorded in
+// audit/ledger.jsonl. What the agent proposes is governed by Decide under
+// the policy in config/memory.policy.yml.
+package vault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+)
+
+const (
+	dirPerm  = 0o700
+	filePerm = 0o600
+
+	// Paths relative to the memory root, slash-separated.
+	InvariantsFile = "invariants.md"
+	PolicyFile     = "config/memory.policy.yml"
+	LedgerFile     = "audit/ledger.jsonl"
+	ProposalsDir   = "inbox/proposals"
+	QuestionsDir   = "inbox/questions"
+	KnowledgeDir   = "knowledge"
+	SummariesDir   = "summaries"
+	ContinuityFile = "continuity.json"
+	AgentFile      = "AGENT.md"
+)
+
+// layoutDirs are the vault's directories, created when missing.
+var layoutDirs = []string{
+	"config",
+	"prompts",
+	"summaries/threads", "summaries/daily", "summaries/weekly",
+	"knowledge/people", "knowledge/projects", "knowledge/prefs", "knowledge/system",
+	ProposalsDir, QuestionsDir,
+	"artifacts",
+	"audit",
+}
+
+// Ensure lays the vault out in the memory root dir, which must exist: it
+// creates every missing directory of the layout (0700), copies every file
+// of defaults the root lacks (0600) and creates an empty ledger. It never
+// overwrites or changes the mode of what exists, so an existing root is
+// upgraded in place and what the owner edited stays theirs. defaults may be
+// nil (data.Vault is the shipped set).
+//
+// It returns the files it created, slash-separated and relative to dir, for
+// the caller to commit; it commits nothing itself.
+func Ensure(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) ([]string, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("vault %s: %w", dir, err)
+	}
+	defer root.Close()
+	for _, d := range layoutDirs {
+		if err := root.MkdirAll(filepath.FromSlash(d), dirPerm); err != nil {
+			return nil, fmt.Errorf("vault %s: %w", dir, err)
+		}
+	}
+	var created []string
+	if defaults != nil {
+		err := fs.WalkDir(defaults, ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if p == "." {
+				return nil
+			}
+			local := filepath.FromSlash(p)
+			if d.IsDir() {
+				return root.MkdirAll(local, dirPerm)
+			}
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			in, err := defaults.Open(p)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			ok, err := createNew(root, local, in)
+			if err != nil || !ok {
+				return err
+			}
+			created = append(created, p)
+			log.Info("vault: copied default", "file", p)
+			return nil
+		})
+		if err != nil {
+			return created, fmt.Errorf("vault %s: copy defaults: %w", dir, err)
+		}
+	}
+	ok, err := createNew(root, filepath.FromSlash(LedgerFile), nil)
+	if err != nil {
+		return created, fmt.Errorf("vault %s: %w", dir, err)
+	}
+	if ok {
+		created = append(created, LedgerFile)
+	}
+	return created, nil
+}
+
+// createNew creates name with the contents of r (nil: empty) unless
+// something exists there, in which case it reports false. A partly written
+// file is removed, so that the next Ensure copies it again.
+func createNew(root *os.Root, name string, r io.Reader) (created bool, err error) {
+	if _, err := root.Lstat(name); err == nil {
+		return false, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, err
+	}
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			root.Remove(name)
+		}
+	}()
+	if r != nil {
+		if _, err := io.Copy(f, r); err != nil {
+			return false, err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return false, err
+	}
+	return true, f.Close()
+}
+
+// Open lays the vault out in the memory root dir (Ensure) and commits what
+// it created, as author "job:layout" with one ledger line per file, so that
+// git holds the layout from the start. A failed commit is returned as a
+// *CommitError with the Vault: the files are written, and the next commit
+// of those paths takes them in.
+func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*Vault, error) {
+	v := New(dir, log)
+	created, err := Ensure(ctx, dir, defaults, log)
+	if err != nil {
+		return nil, err
+	}
+	if len(created) == 0 {
+		return v, nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	const author, reason = "job:layout", "lay out the vault: the defaults the memory root lacked"
+	commit, cerr := Commit(ctx, dir, created, "vault: lay out the memory root\n\n"+reason+"\n\nAuthor: "+author+"\n", author)
+	now := v.now().UTC()
+	entries := make([]Entry, 0, len(created))
+	for _, p := range created {
+		b, err := v.Read(p)
+		if err != nil {
+			return nil, err
+		}
+		e := Entry{TS: now, Op: OpCreate, Path: p, Author: author, Reason: reason, After: Hash(b), Commit: commit}
+		if cerr != nil {
+			e.CommitErr = cerr.Error()
+		}
+		entries = append(entries, e)
+	}
+	if err := appendLedger(dir, entries...); err != nil {
+		return nil, errors.Join(err, cerr)
+	}
+	return v, cerr
+}
