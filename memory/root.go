@@ -347,6 +347,11 @@ func ensureHistory(dir string, log *slog.Logger) error {
 // openRepo). It is for the packages that commit to the root (memory/vault).
 func OpenRepository(dir string) (*git.Repository, error) { return openRepo(dir) }
 
+// InitRepository creates an empty git repository in dir (no commit), with
+// the same private modes as the root's. It is for restoring a root whose
+// history comes from elsewhere (memory/archive).
+func InitRepository(dir string) (*git.Repository, error) { return initRepo(dir) }
+
 // openRepo opens the repository of the worktree dir. When .git is a
 // directory, go-git writes through privateFS, so that what a commit adds
 // to it is private to the owner; a gitdir link (.git a file naming a
