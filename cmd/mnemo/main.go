@@ -6,6 +6,8 @@
 //	mnemo send "text"     send one message and stream the reply
 //	mnemo history [-n N | --all] [--since T] [--json]   print the conversation
 //	mnemo ping [-wait d]  check that hearth answers
+//	mnemo export FILE     write the memory root to one .tar.gz
+//	mnemo import FILE     restore it into a new root
 //	mnemo --local ...     the same with hearth's core in this process (no daemon)
 package main
 
@@ -54,6 +56,9 @@ commands:
   forget ID...    forget turns for good (--purge: erase their text from disk)
   status          hearth's health: agent state, model, recall index progress
   ping [-wait D]  check that hearth answers, waiting up to D
+  export FILE     write the memory root to one .tar.gz (--root DIR: that
+                  root); tar and git read it; hearth may keep running
+  import FILE     restore an export into a new, empty root (--root DIR)
 
 chat with its input piped prints each message it sends as "> text"
 before the reply.
@@ -168,6 +173,10 @@ func run() error {
 		fmt.Print(usage)
 		return nil
 	case "tui", "chat", "status", "history", "ping", "forget", "search":
+	case "export": // archive.go; needs no hearth
+		return exportRoot(ctx, args, *root, os.Stdout, os.Stderr)
+	case "import":
+		return importRoot(ctx, args, *root, os.Stdout, os.Stderr)
 	case "send":
 		if strings.TrimSpace(strings.Join(args, " ")) == "" {
 			return usagef(`send needs the text: mnemo send "hello"`)
