@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+
 	"github.com/mnemo/mnemo/data"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
@@ -604,3 +607,102 @@ func FuzzBundleHeader(f *testing.F) {
 }
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
+
+// TestImportIncompleteHistory: a bundle whose pack parses but lacks the
+// trees and blobs its commit needs is a gap, not a broken repository.
+func TestImportIncompleteHistory(t *testing.T) {
+	src := buildRoot(t)
+	arc := export(t, src)
+	repo, err := memory.OpenRepository(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := repo.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	b.WriteString(bundleHeader + head.Hash().String() + " " + head.Name().String() + "\n" + head.Hash().String() + " HEAD\n\n")
+	if _, err := packfile.NewEncoder(&b, repo.Storer, false).Encode([]plumbing.Hash{head.Hash()}, 10); err != nil {
+		t.Fatal(err)
+	}
+	arc = rewrite(t, arc, func(h *tar.Header, body []byte) (*tar.Header, []byte) {
+		if h.Name == bundleName {
+			return h, b.Bytes()
+		}
+		return h, body
+	})
+	dst := filepath.Join(t.TempDir(), "new")
+	rep, err := Import(t.Context(), bytes.NewReader(arc), dst, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all := strings.Join(rep.Gaps, "\n"); !strings.Contains(all, "incomplete history") {
+		t.Errorf("gaps:\n%s", all)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "knowledge", "projects", "mnemo.md")); err != nil {
+		t.Errorf("files not restored: %v", err)
+	}
+}
+
+// TestExportWhileAppending: an export taken while the journal is being
+// appended to holds only whole lines, each a record the journal has, and
+// imports without a gap.
+func TestExportWhileAppending(t *testing.T) {
+	src := buildRoot(t)
+	j, err := journal.Open(filepath.Join(src, "threads"), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	appended := make(chan int)
+	go func() {
+		n := 0
+		defer func() { appended <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := j.Append(context.Background(), journal.Record{Role: "user", Text: strings.Repeat("word ", 200), Mode: "text"}); err != nil {
+				t.Error(err)
+				return
+			}
+			n++
+		}
+	}()
+	var archives [][]byte
+	for range 3 {
+		var buf bytes.Buffer
+		if _, err := Export(t.Context(), src, &buf, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		archives = append(archives, buf.Bytes())
+	}
+	close(stop)
+	n := <-appended
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]bool{}
+	for _, r := range records(t, src) {
+		all[r.ID] = true
+	}
+	t.Logf("%d appends during 3 exports", n)
+	for i, arc := range archives {
+		dst := filepath.Join(t.TempDir(), "new")
+		rep, err := Import(t.Context(), bytes.NewReader(arc), dst, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Gaps) != 0 {
+			t.Errorf("export %d: gaps %q", i, rep.Gaps)
+		}
+		for _, r := range records(t, dst) {
+			if !all[r.ID] {
+				t.Errorf("export %d: record %s is not in the journal", i, r.ID)
+			}
+		}
+	}
+}

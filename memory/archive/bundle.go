@@ -179,12 +179,18 @@ func restoreHistory(dir string, r io.Reader) (refs []bundleRef, err error) {
 	if err := packfile.UpdateObjectStorage(repo.Storer, br); err != nil {
 		return nil, fmt.Errorf("unpack: %w", err)
 	}
+	// Every object the refs reach must have arrived: a pack that parses
+	// may still lack a tree or a blob.
+	var tips []plumbing.Hash
+	for _, ref := range refs {
+		tips = append(tips, ref.Hash)
+	}
+	if _, err := revlist.Objects(repo.Storer, tips, nil); err != nil {
+		return nil, fmt.Errorf("incomplete history: %w", err)
+	}
 	for _, ref := range refs {
 		if ref.Name == plumbing.HEAD {
 			continue
-		}
-		if _, err := repo.Object(plumbing.AnyObject, ref.Hash); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", ref.Name, ref.Hash, err)
 		}
 		if err := repo.Storer.SetReference(plumbing.NewHashReference(ref.Name, ref.Hash)); err != nil {
 			return nil, fmt.Errorf("%s: %w", ref.Name, err)
