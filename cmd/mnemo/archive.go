@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/mnemo/mnemo/hearth/config"
 	"github.com/mnemo/mnemo/memory"
@@ -144,5 +143,5 @@ func importRoot(ctx context.Context, args []string, root string, stdout, stderr 
 	for _, g := range rep.Gaps {
 		fmt.Fprintln(stderr, "gap:", g)
 	}
-	return fmt.Errorf("import: restored with %d gaps:\n  %s", len(rep.Gaps), strings.Join(rep.Gaps, "\n  "))
+	return fmt.Errorf("import: restored with %d gap(s), listed above", len(rep.Gaps))
 }
