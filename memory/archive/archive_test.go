@@ -706,3 +706,35 @@ func TestExportWhileAppending(t *testing.T) {
 		}
 	}
 }
+
+// TestExportWithoutHistory: a root whose .git is gone or broken still
+// exports its files, noting the history it could not; the import says the
+// history is missing and restores the rest.
+func TestExportWithoutHistory(t *testing.T) {
+	src := buildRoot(t)
+	if err := os.RemoveAll(filepath.Join(src, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, ".git"), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	rep, err := Export(t.Context(), src, &buf, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "the git history, unreadable") {
+		t.Errorf("notes %q", rep.Notes)
+	}
+	dst := filepath.Join(t.TempDir(), "new")
+	irep, err := Import(t.Context(), &buf, dst, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(irep.Gaps) != 1 || !strings.Contains(irep.Gaps[0], "history.bundle: missing") {
+		t.Errorf("gaps %q", irep.Gaps)
+	}
+	if w, g := files(t, src), files(t, dst); len(g) != len(w) {
+		t.Errorf("restored %d files and directories, want %d", len(g), len(w))
+	}
+}

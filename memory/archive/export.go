@@ -34,7 +34,8 @@ type item struct {
 // copied up to its size then, cut back to its last complete line (a line
 // being written is left for the next export and noted in the report).
 // Other files are copied as read. Symbolic links and other special files
-// are not exported, and noted.
+// are not exported, and noted; so is a history that cannot be read, the
+// files being exported all the same.
 func Export(ctx context.Context, dir string, w io.Writer, opts Options) (Report, error) {
 	var rep Report
 	abs, err := filepath.Abs(dir)
@@ -55,9 +56,15 @@ func Export(ctx context.Context, dir string, w io.Writer, opts Options) (Report,
 	}
 	defer os.Remove(bundle.Name())
 	defer bundle.Close()
+	// A root whose history cannot be read is when a copy matters most:
+	// its files are exported all the same, and the loss noted.
 	head, refs, err := writeBundle(ctx, dir, bundle)
+	haveHistory := err == nil
 	if err != nil {
-		return rep, fmt.Errorf("export %s: history: %w", dir, err)
+		if ctx.Err() != nil {
+			return rep, ctx.Err()
+		}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the git history, unreadable (%v), not exported: the files are", err))
 	}
 	rep.Refs, rep.Head = refs, head
 
@@ -97,18 +104,10 @@ func Export(ctx context.Context, dir string, w io.Writer, opts Options) (Report,
 		rep.Bytes += f.Size
 	}
 
-	size, err := bundle.Seek(0, io.SeekEnd)
-	if err != nil {
-		return rep, fmt.Errorf("export %s: %w", dir, err)
-	}
-	if _, err := bundle.Seek(0, io.SeekStart); err != nil {
-		return rep, fmt.Errorf("export %s: %w", dir, err)
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: bundleName, Mode: filePerm, Size: size, ModTime: now, Format: tar.FormatPAX}); err != nil {
-		return rep, fmt.Errorf("export %s: %w", dir, err)
-	}
-	if _, err := io.Copy(tw, bundle); err != nil {
-		return rep, fmt.Errorf("export %s: history: %w", dir, err)
+	if haveHistory {
+		if err := copyBundle(tw, bundle, now); err != nil {
+			return rep, fmt.Errorf("export %s: history: %w", dir, err)
+		}
 	}
 
 	m.Notes = rep.Notes
@@ -248,3 +247,19 @@ func writeBytes(tw *tar.Writer, name string, b []byte, t time.Time) error {
 }
 
 func hexSum(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
+
+// copyBundle writes the bundle file f, written from its start, into tw.
+func copyBundle(tw *tar.Writer, f *os.File, now time.Time) error {
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: bundleName, Mode: filePerm, Size: size, ModTime: now, Format: tar.FormatPAX}); err != nil {
+		return err
+	}
+	_, err = io.Copy(tw, f)
+	return err
+}
