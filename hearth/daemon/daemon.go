@@ -29,6 +29,7 @@ import (
 	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/recall/indexer"
 	"github.com/mnemo/mnemo/memory/recollect"
+	"github.com/mnemo/mnemo/memory/vault"
 )
 
 // Runtime is what a run of hearth needs besides its configuration.
@@ -159,6 +160,15 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		return nil, err
 	}
 	root := s.root
+	// The vault lays itself out in the root and commits what it created;
+	// a failed commit leaves the files written for the next commit.
+	vlt, err := vault.Open(ctx, root.Dir(), data.Vault(), log)
+	var cerr *vault.CommitError
+	if errors.As(err, &cerr) {
+		log.Warn("vault: the layout is written but not committed", "err", err)
+	} else if err != nil {
+		return nil, fmt.Errorf("open vault: %w", err)
+	}
 	j, err := journal.Open(root.ThreadsDir(), journalOptions(root, log))
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
@@ -223,6 +233,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		Tools:          s.registry,
 		Anchor:         anchor{root},
 		Voice:          voice,
+		Vault:          vlt,
 		HistoryTurns:   cfg.HistoryTurns.Value,
 		ToolTimeout:    cfg.ToolTimeout.Value,
 		ConfirmTimeout: cfg.ConfirmTimeout.Value,
