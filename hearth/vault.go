@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/vault"
 )
 
@@ -222,4 +223,19 @@ func (h *Hearth) ownerEditsLocked(ctx context.Context) {
 	for _, e := range malformed {
 		h.log.Warn("vault: a note the owner edited does not parse; kept as written", "err", e)
 	}
+}
+
+// CurrentSource is what a tool call of the turn in flight comes from: the
+// conversation's latest owner turn, as a vault source (zero when there is
+// none).
+func (h *Hearth) CurrentSource() vault.Source {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.conv
+	for i := len(c.recent) - 1; i >= 0; i-- {
+		if c.recent[i].Role == memory.RoleUser {
+			return vault.Source{Thread: c.id, Turn: c.recent[i].ID}
+		}
+	}
+	return vault.Source{}
 }

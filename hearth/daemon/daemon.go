@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -209,6 +210,20 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 				res, err := core.Forget(ctx, hearth.ForgetRequest{IDs: ids, By: hearth.ByAgent, Purge: purge})
 				return res.Forgotten, res.Unknown, err
 			}),
+			tools.MemoryPropose(func(ctx context.Context, p vault.Proposal) (tools.Proposed, error) {
+				// The proposal cites the turn it answers, and the
+				// earlier turns it names, in the main thread.
+				for i := range p.Sources {
+					if p.Sources[i].Thread == "" {
+						p.Sources[i].Thread = hearth.MainConversation
+					}
+				}
+				if cur := core.CurrentSource(); cur.Turn != "" && !slices.Contains(p.Sources, cur) {
+					p.Sources = append(p.Sources, cur)
+				}
+				out, err := core.Propose(ctx, p)
+				return tools.Proposed{ID: out.ID, Decision: out.Decision, Why: out.Why, Commit: out.Commit}, err
+			}, vlt.Read),
 			tools.History(func(n int) ([]memory.Hit, error) {
 				recs, err := j.Tail(n)
 				out := make([]memory.Hit, len(recs))
