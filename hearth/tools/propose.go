@@ -32,9 +32,9 @@ const memoryProposeParams = `{"type":"object","properties":{` +
 	`"type":{"type":"string","description":"note (default), project, preference, person…"},` +
 	`"tags":{"type":"array","items":{"type":"string"}},` +
 	`"confidence":{"type":"number","minimum":0,"maximum":1,"description":"how sure you are, default 0.8"},` +
-	`"reason":{"type":"string","description":"why this belongs in memory, in a sentence"},` +
+	`"why":{"type":"string","description":"why this belongs in memory: what the owner said or asked, in a sentence (it becomes the commit message)"},` +
 	`"turn_ids":{"type":"array","items":{"type":"string"},"description":"ids of earlier turns it comes from (memory_search shows them); the current turn is always cited"}` +
-	`},"required":["path","reason"]}`
+	`},"required":["path","why"]}`
 
 // defaultConfidence is a note's confidence when the model gives none.
 const defaultConfidence = 0.8
@@ -60,7 +60,7 @@ func MemoryPropose(propose ProposeFunc, read ReadFunc) Builtin {
 			Type       string   `json:"type"`
 			Tags       []string `json:"tags"`
 			Confidence *float64 `json:"confidence"`
-			Reason     string   `json:"reason"`
+			Why        string   `json:"why"` // "reason" is the agent's own, taken out of every call
 			TurnIDs    []string `json:"turn_ids"`
 		}
 		if err := decodeArgs(args, &in); err != nil {
@@ -69,7 +69,7 @@ func MemoryPropose(propose ProposeFunc, read ReadFunc) Builtin {
 		fail := func(f string, a ...any) (Result, error) {
 			return Result{Text: fmt.Sprintf(f, a...), IsError: true}, nil
 		}
-		p := vault.Proposal{Op: vault.Op(in.Op), Path: strings.TrimSpace(in.Path), Reason: strings.TrimSpace(in.Reason), Author: vault.AuthorAgent}
+		p := vault.Proposal{Op: vault.Op(in.Op), Path: strings.TrimSpace(in.Path), Reason: strings.TrimSpace(in.Why), Author: vault.AuthorAgent}
 		if p.Op == "" {
 			p.Op = vault.OpCreate
 		}

@@ -32,7 +32,7 @@ func TestMemoryProposeTool(t *testing.T) {
 		want       string
 		check      func(t *testing.T, p vault.Proposal)
 	}{
-		{"create applies", `{"path":"knowledge/projects/lisbon.md","title":"Move","content":"The owner moves to Lisbon in May.","reason":"the owner said so","turn_ids":["01kak3j7y0q2v5s8wz3c9d4e6f#2"]}`,
+		{"create applies", `{"path":"knowledge/projects/lisbon.md","title":"Move","content":"The owner moves to Lisbon in May.","why":"the owner said so","turn_ids":["01kak3j7y0q2v5s8wz3c9d4e6f#2"]}`,
 			false, "applied: create knowledge/projects/lisbon.md (low risk, with sources; commit 0123456789ab)", func(t *testing.T, p vault.Proposal) {
 				n, err := vault.ParseNote(p.Path, []byte(p.Content))
 				if err != nil || n.Title != "Move" || n.Confidence != defaultConfidence || !strings.Contains(string(n.Body), "Lisbon") {
@@ -42,26 +42,26 @@ func TestMemoryProposeTool(t *testing.T) {
 					t.Errorf("proposal %+v", p)
 				}
 			}},
-		{"queued", `{"path":"knowledge/prefs/coffee.md","title":"Coffee","content":"Black, no sugar.","reason":"said so"}`, false, "queued for the owner's review as prop_1", nil},
-		{"rejected", `{"path":"knowledge/nosource.md","title":"X","content":"y","reason":"r"}`, true, "rejected: no sources", nil},
-		{"update keeps the id", `{"op":"update","path":"knowledge/projects/garden.md","title":"Garden","content":"tomatoes and basil","reason":"more"}`,
+		{"queued", `{"path":"knowledge/prefs/coffee.md","title":"Coffee","content":"Black, no sugar.","why":"said so"}`, false, "queued for the owner's review as prop_1", nil},
+		{"rejected", `{"path":"knowledge/nosource.md","title":"X","content":"y","why":"r"}`, true, "rejected: no sources", nil},
+		{"update keeps the id", `{"op":"update","path":"knowledge/projects/garden.md","title":"Garden","content":"tomatoes and basil","why":"more"}`,
 			false, "applied: update", func(t *testing.T, p vault.Proposal) {
 				n, err := vault.ParseNote(p.Path, []byte(p.Content))
 				if err != nil || n.ID != "01KAK3J7Y0Q2V5S8WZ3C9D4E6F" || n.Type != "project" || p.Base != vault.Hash(existing) {
 					t.Errorf("update %+v (note %+v, %v)", p, n, err)
 				}
 			}},
-		{"deprecate", `{"op":"deprecate","path":"knowledge/projects/garden.md","reason":"done"}`, false, "applied: deprecate", func(t *testing.T, p vault.Proposal) {
+		{"deprecate", `{"op":"deprecate","path":"knowledge/projects/garden.md","why":"done"}`, false, "applied: deprecate", func(t *testing.T, p vault.Proposal) {
 			if p.Content != "" || p.Base != vault.Hash(existing) {
 				t.Errorf("deprecate %+v", p)
 			}
 		}},
-		{"create over a note", `{"path":"knowledge/projects/garden.md","title":"G","content":"c","reason":"r"}`, true, "exists", nil},
-		{"update of nothing", `{"op":"update","path":"knowledge/projects/none.md","title":"G","content":"c","reason":"r"}`, true, "does not exist", nil},
-		{"outside knowledge", `{"path":"config/memory.policy.yml","title":"G","content":"c","reason":"r"}`, true, "under knowledge/", nil},
-		{"escape", `{"path":"knowledge/../AGENT.md","title":"G","content":"c","reason":"r"}`, true, "under knowledge/", nil},
-		{"no content", `{"path":"knowledge/a.md","title":"G","reason":"r"}`, true, "needs a title and content", nil},
-		{"bad op", `{"op":"rename","path":"knowledge/projects/garden.md","reason":"r"}`, true, "use create, update", nil},
+		{"create over a note", `{"path":"knowledge/projects/garden.md","title":"G","content":"c","why":"r"}`, true, "exists", nil},
+		{"update of nothing", `{"op":"update","path":"knowledge/projects/none.md","title":"G","content":"c","why":"r"}`, true, "does not exist", nil},
+		{"outside knowledge", `{"path":"config/memory.policy.yml","title":"G","content":"c","why":"r"}`, true, "under knowledge/", nil},
+		{"escape", `{"path":"knowledge/../AGENT.md","title":"G","content":"c","why":"r"}`, true, "under knowledge/", nil},
+		{"no content", `{"path":"knowledge/a.md","title":"G","why":"r"}`, true, "needs a title and content", nil},
+		{"bad op", `{"op":"rename","path":"knowledge/projects/garden.md","why":"r"}`, true, "use create, update", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got = vault.Proposal{}
