@@ -3,7 +3,6 @@ package hearth
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -40,6 +39,7 @@ const (
 // ProposalOutcome says what became of a proposal.
 type ProposalOutcome struct {
 	ID       string
+	Path     string // the file it changes
 	Decision string // DecisionApplied, DecisionQueued or DecisionRejected
 	Why      string
 	Commit   string // the git commit of an applied proposal; "" if it failed
@@ -59,8 +59,7 @@ type ProposalQueued struct {
 // owner. It must arrive: a client drops it from its review list.
 type ProposalDecided struct {
 	ProposalOutcome
-	Path string
-	By   string // who decided: "policy", or the owner
+	By string // who decided: "policy", or the owner
 }
 
 func (*ProposalQueued) Class() Class  { return ClassNotices }
@@ -109,7 +108,7 @@ func (h *Hearth) Propose(ctx context.Context, p vault.Proposal) (ProposalOutcome
 		}
 	}
 	d := vault.Decide(pol, &p, current)
-	out := ProposalOutcome{ID: p.ID, Why: d.Why}
+	out := ProposalOutcome{ID: p.ID, Path: p.Path, Why: d.Why}
 	switch d.Verdict {
 	case vault.Queue:
 		if err := vault.SaveProposal(v.Dir(), &p); err != nil {
@@ -123,7 +122,7 @@ func (h *Hearth) Propose(ctx context.Context, p vault.Proposal) (ProposalOutcome
 		return h.applyLocked(ctx, &p, d.Why, DecidedByPolicy)
 	default:
 		out.Decision = DecisionRejected
-		h.publish(&ProposalDecided{ProposalOutcome: out, Path: p.Path, By: DecidedByPolicy})
+		h.publish(&ProposalDecided{ProposalOutcome: out, By: DecidedByPolicy})
 		return out, nil
 	}
 }
@@ -158,8 +157,8 @@ func (h *Hearth) DecideProposal(ctx context.Context, id string, approve bool, by
 		h.log.Error("vault: drop proposal", "proposal", id, "err", err)
 		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not remove that proposal"}
 	}
-	out := ProposalOutcome{ID: p.ID, Decision: DecisionRejected, Why: "rejected by the owner"}
-	h.publish(&ProposalDecided{ProposalOutcome: out, Path: p.Path, By: by})
+	out := ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: "rejected by the owner"}
+	h.publish(&ProposalDecided{ProposalOutcome: out, By: by})
 	return out, nil
 }
 
@@ -190,7 +189,7 @@ func (h *Hearth) Proposals(ctx context.Context) ([]vault.Proposal, error) {
 func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by string) (ProposalOutcome, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), vaultWrite)
 	defer cancel()
-	out := ProposalOutcome{ID: p.ID, Decision: DecisionApplied, Why: why}
+	out := ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionApplied, Why: why}
 	res, err := h.cfg.Vault.Apply(ctx, p)
 	var cerr *vault.CommitError
 	switch {
@@ -204,9 +203,9 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 		h.publish(&Notice{Code: CodeInternal, Message: "a memory change is saved but git could not commit it; it will be committed with the next change"})
 	default:
 		h.log.Error("vault: apply", "proposal", p.ID, "err", err)
-		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: fmt.Sprintf("hearth could not write %s", p.Path)}
+		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not write the memory; details are in hearth's log"}
 	}
-	h.publish(&ProposalDecided{ProposalOutcome: out, Path: p.Path, By: by})
+	h.publish(&ProposalDecided{ProposalOutcome: out, By: by})
 	return out, nil
 }
 

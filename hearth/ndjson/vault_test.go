@@ -78,7 +78,7 @@ func TestClientProposals(t *testing.T) {
 			decided = append(decided, d)
 		}
 	}
-	if len(decided) != 2 || decided[0].Ref != "" || decided[0].Path != path {
+	if len(decided) != 2 || decided[0].Ref != "" || decided[0].Path != path || decided[1].Path != path {
 		t.Fatalf("client a got %+v, want the broadcast then the answer", decided)
 	}
 	if d := decided[1]; d.ID != out.ID || d.Decision != hearth.DecisionApplied || d.Commit == "" || d.By != "owner" {

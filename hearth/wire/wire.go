@@ -351,7 +351,7 @@ func (s *Session) decide(m *ipc.ProposalDecide) {
 			s.refuse(err, m.Ref)
 			return
 		}
-		s.reply(ProposalDecided(out, "", hearth.ByOwner, m.Ref))
+		s.reply(ProposalDecided(out, hearth.ByOwner, m.Ref))
 	})
 }
 
@@ -384,8 +384,8 @@ func ProposalList(ref string, ps []vault.Proposal) *ipc.ProposalList {
 }
 
 // ProposalDecided is a proposal's outcome on the wire.
-func ProposalDecided(o hearth.ProposalOutcome, path, by, ref string) *ipc.ProposalDecided {
-	return &ipc.ProposalDecided{ID: o.ID, Path: path, Decision: o.Decision, Why: o.Why, Commit: o.Commit, CommitFailed: o.CommitFailed, By: by, Ref: ref}
+func ProposalDecided(o hearth.ProposalOutcome, by, ref string) *ipc.ProposalDecided {
+	return &ipc.ProposalDecided{ID: o.ID, Path: o.Path, Decision: o.Decision, Why: o.Why, Commit: o.Commit, CommitFailed: o.CommitFailed, By: by, Ref: ref}
 }
 
 // history answers a history query off the caller's goroutine (it reads
@@ -491,7 +491,7 @@ func Event(ev hearth.Event) ipc.Msg {
 		p.Why = e.Why
 		return &p
 	case *hearth.ProposalDecided:
-		return ProposalDecided(e.ProposalOutcome, e.Path, e.By, "")
+		return ProposalDecided(e.ProposalOutcome, e.By, "")
 	case *hearth.Reply:
 		m, _ := e.Value.(ipc.Msg)
 		return m
