@@ -152,6 +152,9 @@ type Hearth struct {
 	// commitMu orders commits, so that subscribers see records in the
 	// order the journal holds them.
 	commitMu sync.Mutex
+	// uncommitted are vault writes whose git commit failed, retried
+	// before the next vault write; guarded by commitMu.
+	uncommitted []uncommitted
 
 	mu      sync.Mutex
 	subs    map[*Subscription]struct{}

@@ -3,9 +3,11 @@ package hearth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -199,6 +201,11 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 		out.Decision, out.Why = DecisionRejected, "the file changed since the proposal was made (the owner edited it); propose it again"
 	case errors.As(err, &cerr):
 		out.CommitFailed = true
+		h.uncommitted = append(h.uncommitted, uncommitted{
+			paths:   append(slices.Clone(res.Paths), vault.LedgerFile),
+			message: fmt.Sprintf("vault: %s %s (committed late)\n\n%s\n\nProposal: %s\nAuthor: %s\n", p.Op, p.Path, strings.TrimSpace(p.Reason), p.ID, p.Author),
+			author:  p.Author,
+		})
 		h.log.Warn("vault: the write is saved but not committed", "proposal", p.ID, "err", err)
 		h.publish(&Notice{Code: CodeInternal, Message: "a memory change is saved but git could not commit it; it will be committed with the next change"})
 	default:
@@ -209,9 +216,25 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 	return out, nil
 }
 
+// uncommitted is a vault write saved whose commit failed.
+type uncommitted struct {
+	paths           []string
+	message, author string
+}
+
 // ownerEditsLocked commits what the owner edited by hand before a vault
 // write; commitMu is held. Failures are logged: the write itself decides.
 func (h *Hearth) ownerEditsLocked(ctx context.Context) {
+	// Writes whose commit failed are committed first, as their author:
+	// else the owner-edit check would take them for the owner's.
+	for len(h.uncommitted) > 0 {
+		u := h.uncommitted[0]
+		if _, err := vault.Commit(ctx, h.cfg.Vault.Dir(), u.paths, u.message, u.author); err != nil {
+			h.log.Warn("vault: a saved change still cannot be committed", "err", err)
+			return // not the owner's: leave them for the next write
+		}
+		h.uncommitted = h.uncommitted[1:]
+	}
 	res, malformed, err := h.cfg.Vault.CommitOwnerEdits(ctx)
 	if err != nil {
 		h.log.Warn("vault: could not commit the owner's edits", "err", err)

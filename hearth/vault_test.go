@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/mnemo/mnemo/data"
 	"github.com/mnemo/mnemo/hearth"
@@ -226,3 +227,82 @@ func TestProposeRejected(t *testing.T) {
 		t.Fatalf("%+v, %v; want rejected for no sources", out, err)
 	}
 }
+
+// A held .git/index.lock (the owner's git running) fails the commit: the
+// note is saved, the outcome says it is not committed, every subscriber
+// gets a Notice, and the next write commits both.
+func TestProposeCommitFails(t *testing.T) {
+	h, dir := startVaultCore(t)
+	s, err := h.Subscribe(hearth.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	lock := filepath.Join(dir, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Propose(t.Context(), noteProposal("knowledge/projects/a.md", "project", "mnemo keeps its vault under git with one commit per write"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Decision != hearth.DecisionApplied || !out.CommitFailed || out.Commit != "" {
+		t.Fatalf("outcome %+v, want applied, not committed", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "knowledge/projects/a.md")); err != nil {
+		t.Fatal(err)
+	}
+	var notice *hearth.Notice
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	errSeen := fmt.Errorf("seen")
+	s.Run(ctx, func(evs []hearth.Event) error {
+		for _, ev := range evs {
+			if n, ok := ev.(*hearth.Notice); ok {
+				notice = n
+			}
+			if _, ok := ev.(*hearth.ProposalDecided); ok && notice != nil {
+				return errSeen
+			}
+		}
+		return nil
+	})
+	if notice == nil || !strings.Contains(notice.Message, "not commit") {
+		t.Errorf("notice %+v, want one saying the change is not committed", notice)
+	}
+
+	os.Remove(lock)
+	out, err = h.Propose(t.Context(), noteProposal("knowledge/projects/b.md", "project", "the second note of the vault goes in after the lock"))
+	if err != nil || out.Commit == "" {
+		t.Fatalf("%+v, %v; want committed", out, err)
+	}
+	repo, err := memory.OpenRepository(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := repo.CommitObject(plumbing.NewHash(out.Commit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tree.File("knowledge/projects/b.md"); err != nil {
+		t.Errorf("b.md not in the commit: %v", err)
+	}
+	if _, err := tree.File("knowledge/projects/a.md"); err != nil {
+		t.Errorf("a.md, written while git was locked, is not committed: %v", err)
+	}
+	// It was committed as the agent's, not taken for an owner's edit.
+	it, err := repo.Log(&git.LogOptions{From: c.Hash, FileName: ptr("knowledge/projects/a.md")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := it.Next()
+	if err != nil || first.Author.Name != "agent" || !strings.Contains(first.Message, "committed late") {
+		t.Errorf("a.md committed by %+v, %v; want the agent's late commit", first, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
