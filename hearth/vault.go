@@ -153,9 +153,11 @@ func (h *Hearth) DecideProposal(ctx context.Context, id string, approve bool, by
 	}
 	if approve {
 		h.ownerEditsLocked(ctx)
-		return h.applyLocked(ctx, p, "approved by the owner", by)
+		// The commit and the ledger say who approved it.
+		p.Reason = strings.TrimSpace(p.Reason) + "\n\nApproved by the " + by + "."
+		return h.applyLocked(ctx, p, "approved by the "+by, by)
 	}
-	if err := os.Remove(filepath.Join(v.Dir(), filepath.FromSlash(vault.ProposalsDir), id+".json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := h.dropQueued(p.ID); err != nil {
 		h.log.Error("vault: drop proposal", "proposal", id, "err", err)
 		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not remove that proposal"}
 	}
@@ -199,6 +201,10 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 		out.Commit = res.Commit
 	case errors.Is(err, vault.ErrStale):
 		out.Decision, out.Why = DecisionRejected, "the file changed since the proposal was made (the owner edited it); propose it again"
+		// It can never apply: it leaves the inbox.
+		if err := h.dropQueued(p.ID); err != nil {
+			h.log.Warn("vault: drop a stale proposal", "proposal", p.ID, "err", err)
+		}
 	case errors.As(err, &cerr):
 		out.CommitFailed = true
 		h.uncommitted = append(h.uncommitted, uncommitted{
@@ -214,6 +220,15 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 	}
 	h.publish(&ProposalDecided{ProposalOutcome: out, By: by})
 	return out, nil
+}
+
+// dropQueued removes the proposal id from the inbox, if it is there.
+func (h *Hearth) dropQueued(id string) error {
+	err := os.Remove(filepath.Join(h.cfg.Vault.Dir(), filepath.FromSlash(vault.ProposalsDir), id+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // uncommitted is a vault write saved whose commit failed.

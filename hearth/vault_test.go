@@ -195,6 +195,9 @@ func TestProposeQueuesThenApproved(t *testing.T) {
 	if !strings.HasPrefix(gitLog(t, dir)[0], got.Commit+" agent vault: create "+path) {
 		t.Errorf("git log head %q", gitLog(t, dir)[0])
 	}
+	if log := gitLog(t, dir)[0]; !strings.Contains(log, "Approved by the owner.") {
+		t.Errorf("the commit does not say who approved it:\n%s", log)
+	}
 	// Deciding it again is refused.
 	if _, err := h.DecideProposal(t.Context(), out.ID, true, hearth.ByOwner); err == nil {
 		t.Error("a decided proposal was decided again")
@@ -306,3 +309,31 @@ func TestProposeCommitFails(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Approving a proposal whose file the owner wrote meanwhile is refused,
+// never clobbering their text, and the proposal leaves the inbox.
+func TestApproveStale(t *testing.T) {
+	h, dir := startVaultCore(t)
+	path := "knowledge/prefs/tea.md"
+	out, err := h.Propose(t.Context(), noteProposal(path, "preference", "the owner likes green tea in the afternoon"))
+	if err != nil || out.Decision != hearth.DecisionQueued {
+		t.Fatalf("%+v, %v", out, err)
+	}
+	mine := []byte("---\nid: 01KAK3J7Y0Q2V5S8WZ3C9D4E6F\ntitle: Tea\n---\nOnly white tea, thanks.\n")
+	if err := os.WriteFile(filepath.Join(dir, path), mine, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.DecideProposal(t.Context(), out.ID, true, hearth.ByOwner)
+	if err != nil || got.Decision != hearth.DecisionRejected || !strings.Contains(got.Why, "changed since") {
+		t.Fatalf("%+v, %v; want rejected as stale", got, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, path)); string(b) != string(mine) {
+		t.Errorf("the owner's note was overwritten:\n%s", b)
+	}
+	if pending, _ := h.Proposals(t.Context()); len(pending) != 0 {
+		t.Errorf("a stale proposal stays pending: %+v", pending)
+	}
+	if log := gitLog(t, dir)[0]; !strings.Contains(log, " owner vault: the owner's edits") {
+		t.Errorf("the owner's note was not committed as theirs: %s", log)
+	}
+}
