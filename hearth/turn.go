@@ -53,8 +53,28 @@ const sessionTurns = 4
 // now", injected once per session, never journaled).
 func (h *Hearth) startSession(ctx context.Context, c *conversation) *session {
 	sess := &session{system: h.sessionContext(), injected: map[string]bool{}}
-	if h.cfg.Memory == nil {
+	// A session's opening memories take half of each allowance; its
+	// turns share the other half.
+	block := h.openingMemories(ctx, c, 2, sess.injected)
+	if block == "" {
 		return sess
+	}
+	sess.opened = true
+	if len(sess.system) > 0 && sess.system[0].Role == llm.RoleSystem {
+		sess.system[0].Content += "\n\n" + block
+	} else {
+		sess.system = append([]llm.Message{{Role: llm.RoleSystem, Content: block}}, sess.system...)
+	}
+	return sess
+}
+
+// openingMemories is the block of older memories relevant to c's last
+// turns, leaving out those in the context window; "" when recall is off
+// or there is nothing to recall yet. It may use 1/share of the memory and
+// tool allowances; what it injects is marked in injected.
+func (h *Hearth) openingMemories(ctx context.Context, c *conversation, share int, injected map[string]bool) string {
+	if h.cfg.Memory == nil {
+		return ""
 	}
 	allow := h.budget().Allowance()
 	h.mu.Lock()
@@ -67,27 +87,17 @@ func (h *Hearth) startSession(ctx context.Context, c *conversation) *session {
 	}
 	h.mu.Unlock()
 	if len(query) == 0 {
-		return sess // a first conversation: nothing to recall yet
+		return "" // a first conversation: nothing to recall yet
 	}
 	slices.Reverse(query)
 	req := memory.ContextRequest{
 		Query: strings.Join(query, "\n"), Exclude: make(map[string]bool, len(window)),
-		Turns: allow.Memories / 2, Tools: allow.Tools / 2, Session: true, Injected: sess.injected,
+		Turns: allow.Memories / share, Tools: allow.Tools / share, Session: true, Injected: injected,
 	}
 	for _, r := range window {
 		req.Exclude[r.ID] = true
 	}
-	block := h.cfg.Memory.Relevant(ctx, req)
-	if block == "" {
-		return sess
-	}
-	sess.opened = true
-	if len(sess.system) > 0 && sess.system[0].Role == llm.RoleSystem {
-		sess.system[0].Content += "\n\n" + block
-	} else {
-		sess.system = append([]llm.Message{{Role: llm.RoleSystem, Content: block}}, sess.system...)
-	}
-	return sess
+	return h.cfg.Memory.Relevant(ctx, req)
 }
 
 func (h *Hearth) sessionContext() []llm.Message {

@@ -287,34 +287,10 @@ func bullet(s string) string {
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // voiceMemories is the block of older memories relevant to the last
-// turns, as a text session opens with; "" when none.
+// turns, as a text session opens with, with the whole allowance; "" when
+// none.
 func (h *Hearth) voiceMemories(ctx context.Context) string {
-	if h.cfg.Memory == nil {
-		return ""
-	}
-	allow := h.budget().Allowance()
-	h.mu.Lock()
-	c := h.conv
-	window := contextWindow(c.recent, h.cfg.ContextTurns, allow.Recent)
-	var query []string
-	for i := len(c.recent) - 1; i >= 0 && len(query) < sessionTurns; i-- {
-		if r := c.recent[i]; (r.Role == memory.RoleUser || r.Role == memory.RoleAgent) && strings.TrimSpace(r.Text) != "" {
-			query = append(query, r.Text)
-		}
-	}
-	h.mu.Unlock()
-	if len(query) == 0 {
-		return ""
-	}
-	slices.Reverse(query)
-	req := memory.ContextRequest{
-		Query: strings.Join(query, "\n"), Exclude: make(map[string]bool, len(window)),
-		Turns: allow.Memories, Tools: allow.Tools, Session: true, Injected: map[string]bool{},
-	}
-	for _, r := range window {
-		req.Exclude[r.ID] = true
-	}
-	return h.cfg.Memory.Relevant(ctx, req)
+	return h.openingMemories(ctx, h.conv, 1, map[string]bool{})
 }
 
 // voiceTools are the tools the voice session is offered: the same

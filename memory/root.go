@@ -78,7 +78,7 @@ func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*R
 	defer root.Close()
 
 	if defaults != nil {
-		if err := copyDefaults(root, defaults, log); err != nil {
+		if _, err := CopyDefaults(ctx, root, defaults, log); err != nil {
 			return nil, fmt.Errorf("memory root %s: copy defaults: %w", dir, err)
 		}
 	}
@@ -169,10 +169,17 @@ func DefaultDir() (string, error) {
 	return filepath.Join(home, ".local", "share", "mnemo"), nil
 }
 
-// copyDefaults copies every regular file of defaults that root lacks.
-func copyDefaults(root *os.Root, defaults fs.FS, log *slog.Logger) error {
-	return fs.WalkDir(defaults, ".", func(p string, d fs.DirEntry, err error) error {
+// CopyDefaults copies into root every regular file of defaults that root
+// lacks, creating directories 0700 and files 0600, each fsync'd. It never
+// overwrites: what exists is the owner's. It returns the files it created,
+// slash-separated and relative to root.
+func CopyDefaults(ctx context.Context, root *os.Root, defaults fs.FS, log *slog.Logger) ([]string, error) {
+	var created []string
+	err := fs.WalkDir(defaults, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if p == "." {
@@ -185,44 +192,54 @@ func copyDefaults(root *os.Root, defaults fs.FS, log *slog.Logger) error {
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		if _, err := root.Lstat(local); err == nil {
-			return nil
-		} else if !errors.Is(err, fs.ErrNotExist) {
+		in, err := defaults.Open(p)
+		if err != nil {
 			return err
 		}
-		if err := copyFile(root, local, defaults, p); err != nil {
+		defer in.Close()
+		ok, err := CreateNew(root, local, in)
+		if err != nil || !ok {
 			return err
 		}
-		log.Info("memory root: copied default", "file", p)
+		created = append(created, p)
+		log.Info("copied default", "file", p)
 		return nil
 	})
+	return created, err
 }
 
-// copyFile creates dst (which must not exist) with the contents of src. A
-// partly written file is removed, so that a later Open copies it again.
-func copyFile(root *os.Root, dst string, fsys fs.FS, src string) (err error) {
-	in, err := fsys.Open(src)
-	if err != nil {
-		return err
+// CreateNew creates name (0600) in root with the contents of r (nil:
+// empty), fsync'd, unless something exists there, in which case it
+// reports false. A partly written file is removed, so that a later call
+// creates it again.
+func CreateNew(root *os.Root, name string, r io.Reader) (created bool, err error) {
+	if _, err := root.Lstat(name); err == nil {
+		return false, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, err
 	}
-	defer in.Close()
-	out, err := root.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() {
 		if err != nil {
-			out.Close()
-			root.Remove(dst)
+			f.Close()
+			root.Remove(name)
 		}
 	}()
-	if _, err := io.Copy(out, in); err != nil {
-		return err
+	if r != nil {
+		if _, err := io.Copy(f, r); err != nil {
+			return false, err
+		}
 	}
-	if err := out.Sync(); err != nil {
-		return err
+	if err := f.Sync(); err != nil {
+		return false, err
 	}
-	return out.Close()
+	return true, f.Close()
 }
 
 // ensureGitignore makes sure .gitignore ignores index/ and the lock file. An

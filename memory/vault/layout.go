@@ -13,11 +13,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/mnemo/mnemo/memory"
 )
 
 const (
@@ -72,41 +73,12 @@ func Ensure(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (
 	}
 	var created []string
 	if defaults != nil {
-		err := fs.WalkDir(defaults, ".", func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if p == "." {
-				return nil
-			}
-			local := filepath.FromSlash(p)
-			if d.IsDir() {
-				return root.MkdirAll(local, dirPerm)
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			in, err := defaults.Open(p)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			ok, err := createNew(root, local, in)
-			if err != nil || !ok {
-				return err
-			}
-			created = append(created, p)
-			log.Info("vault: copied default", "file", p)
-			return nil
-		})
+		created, err = memory.CopyDefaults(ctx, root, defaults, log.With("in", "vault"))
 		if err != nil {
 			return created, fmt.Errorf("vault %s: copy defaults: %w", dir, err)
 		}
 	}
-	ok, err := createNew(root, filepath.FromSlash(LedgerFile), nil)
+	ok, err := memory.CreateNew(root, filepath.FromSlash(LedgerFile), nil)
 	if err != nil {
 		return created, fmt.Errorf("vault %s: %w", dir, err)
 	}
@@ -114,39 +86,6 @@ func Ensure(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (
 		created = append(created, LedgerFile)
 	}
 	return created, nil
-}
-
-// createNew creates name with the contents of r (nil: empty) unless
-// something exists there, in which case it reports false. A partly written
-// file is removed, so that the next Ensure copies it again.
-func createNew(root *os.Root, name string, r io.Reader) (created bool, err error) {
-	if _, err := root.Lstat(name); err == nil {
-		return false, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return false, err
-	}
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
-	if errors.Is(err, fs.ErrExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			root.Remove(name)
-		}
-	}()
-	if r != nil {
-		if _, err := io.Copy(f, r); err != nil {
-			return false, err
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return false, err
-	}
-	return true, f.Close()
 }
 
 // Open lays the vault out in the memory root dir (Ensure) and commits what
