@@ -208,6 +208,10 @@ func Size(ev Event) int64 {
 		return overhead + int64(len(e.Args)+len(e.Reason))
 	case *Problem:
 		return overhead + int64(len(e.Message))
+	case *ProposalQueued:
+		return overhead + int64(len(e.Proposal.Content)+len(e.Proposal.Reason)+len(e.Why))
+	case *ProposalDecided:
+		return overhead + int64(len(e.Why))
 	}
 	return overhead
 }

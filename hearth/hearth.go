@@ -93,6 +93,9 @@ type Config struct {
 	Anchor Anchor
 	// Voice mints realtime voice credentials; nil: no voice provider.
 	Voice VoiceMinter
+	// Vault is the readable memory agent and owner write (Propose); nil:
+	// none.
+	Vault Vault
 
 	HistoryTurns   int           // records in a snapshot; default 50
 	ContextTurns   int           // most records sent to the model, within the budget; default 100
@@ -149,6 +152,9 @@ type Hearth struct {
 	// commitMu orders commits, so that subscribers see records in the
 	// order the journal holds them.
 	commitMu sync.Mutex
+	// uncommitted are vault writes whose git commit failed, retried
+	// before the next vault write; guarded by commitMu.
+	uncommitted []uncommitted
 
 	mu      sync.Mutex
 	subs    map[*Subscription]struct{}
@@ -380,6 +386,9 @@ func (h *Hearth) features() []string {
 		f = append(f, "search", "search_filters")
 	}
 	f = append(f, "tools", "transcript")
+	if h.cfg.Vault != nil {
+		f = append(f, "vault")
+	}
 	if h.cfg.Voice != nil {
 		f = append(f, "voice")
 	}

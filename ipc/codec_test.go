@@ -84,7 +84,16 @@ var samples = []struct {
 	{ipc.TypeHistoryPage, &ipc.HistoryPage{Ref: "h1", Turns: []ipc.Turn{t1}, More: true}},
 	{ipc.TypeForget, &ipc.Forget{IDs: []string{"01KAK3J7Y0Q2V5S8WZ3C9D4E6F#2"}, Purge: true, Ref: "f1"}},
 	{ipc.TypeForgotten, &ipc.Forgotten{IDs: []string{"01KAK3J7Y0Q2V5S8WZ3C9D4E6F"}, By: "owner", Ref: "f1", Unknown: []string{"x"}, Purged: &ipc.Purged{Records: 1, Shards: 1}}},
+	{ipc.TypeProposals, &ipc.Proposals{Ref: "v1"}},
+	{ipc.TypeProposal, &prop1},
+	{ipc.TypeProposalList, &ipc.ProposalList{Ref: "v1", Proposals: []ipc.Proposal{prop1}, More: true}},
+	{ipc.TypeProposalDecide, &ipc.ProposalDecide{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Approve: true, Ref: "v2"}},
+	{ipc.TypeProposalDecided, &ipc.ProposalDecided{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Path: "knowledge/prefs/coffee.md", Decision: "applied",
+		Why: "approved by the owner", Commit: "4f1c2d", CommitFailed: true, By: "owner", Ref: "v2"}},
 }
+
+var prop1 = ipc.Proposal{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Op: "create", Path: "knowledge/prefs/coffee.md", Reason: "the owner said so",
+	Author: "agent", Why: "the policy reviews changes to knowledge/prefs/", Content: "---\nid: x\n---\nblack coffee\n", Truncated: true, CreatedAt: ts1}
 
 // allTypes lists every type constant of protocol v1; a new type must be
 // added here and to samples.
@@ -96,6 +105,7 @@ var allTypes = []string{
 	ipc.TypeCancel, ipc.TypeConfirmRequest, ipc.TypeConfirm, ipc.TypeSearch, ipc.TypeSearchResults,
 	ipc.TypeHealth, ipc.TypeHealthReport, ipc.TypeHistoryQuery, ipc.TypeHistoryPage,
 	ipc.TypeForget, ipc.TypeForgotten,
+	ipc.TypeProposals, ipc.TypeProposal, ipc.TypeProposalList, ipc.TypeProposalDecide, ipc.TypeProposalDecided,
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {

@@ -23,19 +23,21 @@ const MaxLineBytes = 1 << 20
 
 // Message types sent by clients.
 const (
-	TypeConnect      = "connect"
-	TypeMessage      = "message"
-	TypeVoiceRequest = "voice_request"
-	TypeTranscript   = "transcript"
-	TypeStopVoice    = "stop_voice"
-	TypeDisconnect   = "disconnect"
-	TypePing         = "ping"
-	TypeCancel       = "cancel"
-	TypeConfirm      = "confirm"
-	TypeSearch       = "search"
-	TypeHealth       = "health"
-	TypeHistoryQuery = "history_query"
-	TypeForget       = "forget"
+	TypeConnect        = "connect"
+	TypeMessage        = "message"
+	TypeVoiceRequest   = "voice_request"
+	TypeTranscript     = "transcript"
+	TypeStopVoice      = "stop_voice"
+	TypeDisconnect     = "disconnect"
+	TypePing           = "ping"
+	TypeCancel         = "cancel"
+	TypeConfirm        = "confirm"
+	TypeSearch         = "search"
+	TypeHealth         = "health"
+	TypeHistoryQuery   = "history_query"
+	TypeForget         = "forget"
+	TypeProposals      = "proposals"
+	TypeProposalDecide = "proposal_decide"
 )
 
 // Message types sent by hearth.
@@ -55,6 +57,9 @@ const (
 	TypeHealthReport    = "health_report"
 	TypeHistoryPage     = "history_page"
 	TypeForgotten       = "forgotten"
+	TypeProposal        = "proposal"
+	TypeProposalList    = "proposal_list"
+	TypeProposalDecided = "proposal_decided"
 )
 
 // Msg is any protocol message. Type reports the value of its "type" field.
@@ -533,6 +538,71 @@ type Purged struct {
 	Shards  int `json:"shards"`
 }
 
+// Proposals asks for the vault's proposals waiting for the owner
+// (feature "vault"). Answered by ProposalList with Ref.
+//
+//	{"type":"proposals","ref":"v1"}
+type Proposals struct {
+	Ref string `json:"ref,omitempty"`
+}
+
+// Proposal is a change to the vault (memory/vault) waiting for the
+// owner's review: every client is sent it when policy queues it, and
+// ProposalList carries those still waiting. Content is the whole new file
+// (create, update), cut to MaxTurnContent (Truncated); Why is why policy
+// queued it.
+//
+//	{"type":"proposal","id":"prop_01K…","op":"create","path":"knowledge/prefs/coffee.md","reason":"the owner said so","author":"agent","why":"the policy reviews changes to knowledge/prefs/","content":"---\n…","created_at":"…"}
+type Proposal struct {
+	ID        string    `json:"id"`
+	Op        string    `json:"op"`
+	Path      string    `json:"path"`
+	Reason    string    `json:"reason"`
+	Author    string    `json:"author"`
+	Why       string    `json:"why,omitempty"`
+	Content   string    `json:"content,omitempty"`
+	Truncated bool      `json:"truncated,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ProposalList answers Proposals: the proposals waiting, oldest first,
+// cut to fit one line (More: there are more than it carries).
+//
+//	{"type":"proposal_list","ref":"v1","proposals":[…]}
+type ProposalList struct {
+	Ref       string     `json:"ref,omitempty"`
+	Proposals []Proposal `json:"proposals"`
+	More      bool       `json:"more,omitempty"`
+}
+
+// ProposalDecide is the owner's decision on a waiting proposal: approved,
+// it is written and committed; rejected, it is dropped. Answered by
+// ProposalDecided with Ref, after every client was sent it without.
+//
+//	{"type":"proposal_decide","id":"prop_01K…","approve":true,"ref":"v2"}
+type ProposalDecide struct {
+	ID      string `json:"id"`
+	Approve bool   `json:"approve"`
+	Ref     string `json:"ref,omitempty"`
+}
+
+// ProposalDecided says a proposal was applied or rejected, by policy
+// ("by":"policy") or by the owner: a client drops it from its review
+// list. Commit names the git commit of an applied one; CommitFailed says
+// it is saved but git could not commit it yet.
+//
+//	{"type":"proposal_decided","id":"prop_01K…","path":"knowledge/prefs/coffee.md","decision":"applied","why":"approved by the owner","commit":"4f1c…","by":"owner"}
+type ProposalDecided struct {
+	ID           string `json:"id"`
+	Path         string `json:"path,omitempty"`
+	Decision     string `json:"decision"` // applied, rejected
+	Why          string `json:"why,omitempty"`
+	Commit       string `json:"commit,omitempty"`
+	CommitFailed bool   `json:"commit_failed,omitempty"`
+	By           string `json:"by,omitempty"`
+	Ref          string `json:"ref,omitempty"`
+}
+
 // Pong answers Ping.
 //
 //	{"type":"pong","ref":"p1"}
@@ -568,6 +638,11 @@ func (*HistoryQuery) Type() string    { return TypeHistoryQuery }
 func (*HistoryPage) Type() string     { return TypeHistoryPage }
 func (*Forget) Type() string          { return TypeForget }
 func (*Forgotten) Type() string       { return TypeForgotten }
+func (*Proposals) Type() string       { return TypeProposals }
+func (*Proposal) Type() string        { return TypeProposal }
+func (*ProposalList) Type() string    { return TypeProposalList }
+func (*ProposalDecide) Type() string  { return TypeProposalDecide }
+func (*ProposalDecided) Type() string { return TypeProposalDecided }
 
 // newMsg returns a zero message of the named type, or nil.
 func newMsg(typ string) Msg {
@@ -628,6 +703,16 @@ func newMsg(typ string) Msg {
 		return new(Forget)
 	case TypeForgotten:
 		return new(Forgotten)
+	case TypeProposals:
+		return new(Proposals)
+	case TypeProposal:
+		return new(Proposal)
+	case TypeProposalList:
+		return new(ProposalList)
+	case TypeProposalDecide:
+		return new(ProposalDecide)
+	case TypeProposalDecided:
+		return new(ProposalDecided)
 	}
 	return nil
 }

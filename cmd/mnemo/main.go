@@ -54,6 +54,8 @@ commands:
                   JSON, the wire's turn object
   search QUERY    search memory; each hit shows the id mnemo forget takes
   forget ID...    forget turns for good (--purge: erase their text from disk)
+  memory list|approve ID|reject ID
+                  review what the agent proposed to remember
   status          hearth's health: agent state, model, recall index progress
   ping [-wait D]  check that hearth answers, waiting up to D
   export FILE     write the memory root to one .tar.gz (--root DIR: that
@@ -177,6 +179,10 @@ func run() error {
 		return exportRoot(ctx, args, *root, os.Stdout, os.Stderr)
 	case "import":
 		return importRoot(ctx, args, *root, os.Stdout, os.Stderr)
+	case "memory":
+		if _, _, err := memoryArgs(args); err != nil {
+			return err
+		}
 	case "send":
 		if strings.TrimSpace(strings.Join(args, " ")) == "" {
 			return usagef(`send needs the text: mnemo send "hello"`)
@@ -215,6 +221,8 @@ func run() error {
 		return tui.History(ctx, o, hq, os.Stdout)
 	case "forget": // forget.go
 		return forget(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
+	case "memory": // memory.go
+		return memoryCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	case "search":
 		return search(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	default:

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,6 +30,7 @@ import (
 	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/recall/indexer"
 	"github.com/mnemo/mnemo/memory/recollect"
+	"github.com/mnemo/mnemo/memory/vault"
 )
 
 // Runtime is what a run of hearth needs besides its configuration.
@@ -159,6 +161,26 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		return nil, err
 	}
 	root := s.root
+	// The vault lays itself out in the root and commits what it created;
+	// a failed commit leaves the files written for the next commit.
+	vlt, err := vault.Open(ctx, root.Dir(), data.Vault(), log)
+	var cerr *vault.CommitError
+	if errors.As(err, &cerr) {
+		log.Warn("vault: the layout is written but not committed", "err", err)
+	} else if err != nil {
+		return nil, fmt.Errorf("open vault: %w", err)
+	}
+	// What the owner edited while hearth was stopped is theirs: committed
+	// now, as "owner". A note that no longer parses is kept as written.
+	res, malformed, err := vlt.CommitOwnerEdits(ctx)
+	if err != nil {
+		log.Warn("vault: could not commit the owner's edits", "err", err)
+	} else if len(res.Paths) > 0 {
+		log.Info("vault: committed the owner's edits", "files", len(res.Paths), "commit", res.Commit)
+	}
+	for _, e := range malformed {
+		log.Warn("vault: a note you edited does not parse; it is kept as written", "err", e)
+	}
 	j, err := journal.Open(root.ThreadsDir(), journalOptions(root, log))
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
@@ -199,6 +221,20 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 				res, err := core.Forget(ctx, hearth.ForgetRequest{IDs: ids, By: hearth.ByAgent, Purge: purge})
 				return res.Forgotten, res.Unknown, err
 			}),
+			tools.MemoryPropose(func(ctx context.Context, p vault.Proposal) (tools.Proposed, error) {
+				// The proposal cites the turn it answers, and the
+				// earlier turns it names, in the main thread.
+				for i := range p.Sources {
+					if p.Sources[i].Thread == "" {
+						p.Sources[i].Thread = hearth.MainConversation
+					}
+				}
+				if cur := core.CurrentSource(); cur.Turn != "" && !slices.Contains(p.Sources, cur) {
+					p.Sources = append(p.Sources, cur)
+				}
+				out, err := core.Propose(ctx, p)
+				return tools.Proposed{ID: out.ID, Decision: out.Decision, Why: out.Why, Commit: out.Commit}, err
+			}, vlt.Read),
 			tools.History(func(n int) ([]memory.Hit, error) {
 				recs, err := j.Tail(n)
 				out := make([]memory.Hit, len(recs))
@@ -223,6 +259,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		Tools:          s.registry,
 		Anchor:         anchor{root},
 		Voice:          voice,
+		Vault:          vlt,
 		HistoryTurns:   cfg.HistoryTurns.Value,
 		ToolTimeout:    cfg.ToolTimeout.Value,
 		ConfirmTimeout: cfg.ConfirmTimeout.Value,

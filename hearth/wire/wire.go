@@ -19,6 +19,7 @@ import (
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
+	"github.com/mnemo/mnemo/memory/vault"
 )
 
 // Core is what a v1 session needs from hearth's core. *hearth.Hearth
@@ -36,6 +37,8 @@ type Core interface {
 	Settled(ctx context.Context) error
 	RequestVoice(ctx context.Context) (hearth.VoiceCredential, error)
 	StopVoice()
+	Proposals(ctx context.Context) ([]vault.Proposal, error)
+	DecideProposal(ctx context.Context, id string, approve bool, by string) (hearth.ProposalOutcome, error)
 }
 
 // Options configure a Session.
@@ -173,6 +176,10 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.forget(m)
 	case *ipc.HistoryQuery:
 		s.history(m)
+	case *ipc.Proposals:
+		s.proposals(m)
+	case *ipc.ProposalDecide:
+		s.decide(m)
 	case *ipc.Health:
 		s.reply(s.health(m.Ref))
 	case *ipc.Disconnect:
@@ -310,6 +317,77 @@ func (s *Session) forget(m *ipc.Forget) {
 	})
 }
 
+// vaultTimeout bounds listing proposals, or deciding one (apply: file,
+// commit, ledger).
+const vaultTimeout = 2 * time.Minute
+
+// proposals lists the proposals waiting, off the caller's goroutine.
+func (s *Session) proposals(m *ipc.Proposals) {
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, vaultTimeout)
+		defer cancel()
+		ps, err := s.core.Proposals(ctx)
+		if err != nil {
+			s.refuse(err, m.Ref)
+			return
+		}
+		s.reply(ProposalList(m.Ref, ps))
+	})
+}
+
+// decide carries out the owner's decision on a proposal off the caller's
+// goroutine. Once asked it completes even when the client leaves: the
+// write may be under way.
+func (s *Session) decide(m *ipc.ProposalDecide) {
+	if m.ID == "" {
+		s.reply(&ipc.Error{Code: ipc.CodeBadRequest, Message: "proposal_decide: name the proposal by its id", Ref: m.Ref})
+		return
+	}
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), vaultTimeout)
+		defer cancel()
+		out, err := s.core.DecideProposal(ctx, m.ID, m.Approve, hearth.ByOwner)
+		if err != nil {
+			s.refuse(err, m.Ref)
+			return
+		}
+		s.reply(ProposalDecided(out, hearth.ByOwner, m.Ref))
+	})
+}
+
+// Proposal is a proposal on the wire, its content cut to
+// ipc.MaxTurnContent.
+func Proposal(p vault.Proposal) ipc.Proposal {
+	w := ipc.Proposal{ID: p.ID, Op: string(p.Op), Path: p.Path, Reason: p.Reason, Author: p.Author, CreatedAt: p.CreatedAt}
+	w.Content, w.Truncated = Cut(p.Content, ipc.MaxTurnContent)
+	return w
+}
+
+// ProposalList is the proposals waiting, on the wire, cut to fit one line:
+// those that do not fit are left out (More).
+func ProposalList(ref string, ps []vault.Proposal) *ipc.ProposalList {
+	out := &ipc.ProposalList{Ref: ref, Proposals: make([]ipc.Proposal, 0, len(ps))}
+	room := ipc.MaxLineBytes - 256 - len(ref)*6
+	for _, p := range ps {
+		w := Proposal(p)
+		b, err := json.Marshal(w)
+		if err != nil {
+			continue // cannot happen: a Proposal always encodes
+		}
+		if room -= len(b) + 1; room < 0 {
+			out.More = true
+			break
+		}
+		out.Proposals = append(out.Proposals, w)
+	}
+	return out
+}
+
+// ProposalDecided is a proposal's outcome on the wire.
+func ProposalDecided(o hearth.ProposalOutcome, by, ref string) *ipc.ProposalDecided {
+	return &ipc.ProposalDecided{ID: o.ID, Path: o.Path, Decision: o.Decision, Why: o.Why, Commit: o.Commit, CommitFailed: o.CommitFailed, By: by, Ref: ref}
+}
+
 // history answers a history query off the caller's goroutine (it reads
 // the journal); Close cancels it.
 func (s *Session) history(m *ipc.HistoryQuery) {
@@ -408,6 +486,12 @@ func Event(ev hearth.Event) ipc.Msg {
 		return &ipc.Error{Code: e.Code, Message: e.Message}
 	case *hearth.Forgotten:
 		return &ipc.Forgotten{IDs: e.IDs, By: e.By}
+	case *hearth.ProposalQueued:
+		p := Proposal(e.Proposal)
+		p.Why = e.Why
+		return &p
+	case *hearth.ProposalDecided:
+		return ProposalDecided(e.ProposalOutcome, e.By, "")
 	case *hearth.Reply:
 		m, _ := e.Value.(ipc.Msg)
 		return m

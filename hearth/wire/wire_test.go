@@ -14,6 +14,7 @@ import (
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
+	"github.com/mnemo/mnemo/memory/vault"
 )
 
 var ts = time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
@@ -49,6 +50,13 @@ func TestEvent(t *testing.T) {
 		{"problem", &hearth.Problem{Code: hearth.CodeProviderError, Message: "m", Ref: "r"}, &ipc.Error{Code: ipc.CodeProviderError, Message: "m", Ref: "r"}},
 		{"notice", &hearth.Notice{Code: hearth.CodeConfigInvalid, Message: "bad prefs"}, &ipc.Error{Code: ipc.CodeConfigInvalid, Message: "bad prefs"}},
 		{"reply", &hearth.Reply{Value: &ipc.Pong{Ref: "p"}}, &ipc.Pong{Ref: "p"}},
+		{"proposal queued", &hearth.ProposalQueued{Why: "the policy reviews changes to knowledge/prefs/", Proposal: vault.Proposal{
+			ID: "prop_1", Op: vault.OpCreate, Path: "knowledge/prefs/tea.md", Content: strings.Repeat("x", ipc.MaxTurnContent+1), Reason: "said so", Author: "agent", CreatedAt: ts,
+			Sources: []vault.Source{{Thread: "main", Turn: "u1"}}}},
+			&ipc.Proposal{ID: "prop_1", Op: "create", Path: "knowledge/prefs/tea.md", Content: strings.Repeat("x", ipc.MaxTurnContent), Truncated: true,
+				Reason: "said so", Author: "agent", Why: "the policy reviews changes to knowledge/prefs/", CreatedAt: ts}},
+		{"proposal decided", &hearth.ProposalDecided{By: "policy", ProposalOutcome: hearth.ProposalOutcome{ID: "prop_1", Path: "knowledge/a.md", Decision: "applied", Why: "low risk", Commit: "abc"}},
+			&ipc.ProposalDecided{ID: "prop_1", Path: "knowledge/a.md", Decision: "applied", Why: "low risk", Commit: "abc", By: "policy"}},
 		{"reply of another door", &hearth.Reply{Value: "not a message"}, nil},
 	}
 	for _, tt := range tests {
@@ -173,5 +181,25 @@ func TestHistoryPageFitsALine(t *testing.T) {
 				t.Errorf("page does not encode: %v", err)
 			}
 		})
+	}
+}
+
+// A list of proposals too long for one line carries what fits, oldest
+// first, and says there are more.
+func TestProposalListFitsOneLine(t *testing.T) {
+	var ps []vault.Proposal
+	for i := range 20 {
+		ps = append(ps, vault.Proposal{ID: fmt.Sprintf("prop_%02d", i), Op: vault.OpCreate, Path: "knowledge/a.md", Content: strings.Repeat("\x01", 64<<10), CreatedAt: ts})
+	}
+	l := ProposalList("r", ps)
+	line, err := ipc.Encode(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.More || len(l.Proposals) == 0 || len(l.Proposals) == len(ps) || len(line) > ipc.MaxLineBytes+1 || l.Proposals[0].ID != "prop_00" {
+		t.Errorf("%d of %d proposals, more %v, %d bytes", len(l.Proposals), len(ps), l.More, len(line))
+	}
+	if l := ProposalList("r", ps[:2]); l.More || len(l.Proposals) != 2 {
+		t.Errorf("two small proposals: %d, more %v", len(l.Proposals), l.More)
 	}
 }

@@ -1,0 +1,278 @@
+package hearth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/vault"
+)
+
+// Vault is what the core needs of the readable memory (memory/vault):
+// *vault.Vault implements it. Its writes go through the core's commit
+// path (Propose, DecideProposal), serialized with journal commits.
+type Vault interface {
+	// Dir is the memory root, where queued proposals are kept.
+	Dir() string
+	// Policy is the governance policy (config/memory.policy.yml).
+	Policy() (vault.Policy, error)
+	// Read returns a file of the root, nil when it does not exist.
+	Read(path string) ([]byte, error)
+	// Apply writes an approved proposal, commits and ledgers it.
+	Apply(ctx context.Context, p *vault.Proposal) (vault.Result, error)
+	// CommitOwnerEdits commits what the owner changed by hand.
+	CommitOwnerEdits(ctx context.Context) (vault.Result, []error, error)
+}
+
+// Decisions a ProposalDecided carries.
+const (
+	DecisionApplied  = "applied"
+	DecisionQueued   = "queued"
+	DecisionRejected = "rejected"
+)
+
+// ProposalOutcome says what became of a proposal.
+type ProposalOutcome struct {
+	ID       string
+	Path     string // the file it changes
+	Decision string // DecisionApplied, DecisionQueued or DecisionRejected
+	Why      string
+	Commit   string // the git commit of an applied proposal; "" if it failed
+	// CommitFailed: the files are written but not committed (the next
+	// commit of those paths takes them in).
+	CommitFailed bool
+}
+
+// ProposalQueued is a proposal waiting for the owner's review. It must
+// arrive: a client shows it in its review list.
+type ProposalQueued struct {
+	Proposal vault.Proposal
+	Why      string // why policy queued it
+}
+
+// ProposalDecided is a proposal applied or rejected, by policy or by the
+// owner. It must arrive: a client drops it from its review list.
+type ProposalDecided struct {
+	ProposalOutcome
+	By string // who decided: "policy", or the owner
+}
+
+func (*ProposalQueued) Class() Class  { return ClassNotices }
+func (*ProposalDecided) Class() Class { return ClassNotices }
+
+// DecidedByPolicy is ProposalDecided.By when policy decided.
+const DecidedByPolicy = "policy"
+
+// vaultWrite bounds one vault write (owner edits, file, commit, ledger).
+const vaultWrite = time.Minute
+
+// Propose governs p under the vault's policy and carries out the verdict:
+// applied (file, commit, ledger), queued in inbox/proposals/ for the
+// owner, or rejected with why. It runs on the commit path, serialized with
+// journal commits, after committing any edit the owner made by hand (so
+// a proposal made against an older file is refused, never clobbers it).
+// Every subscriber is told: ProposalQueued, or ProposalDecided.
+// An empty ID, author or creation time is filled in.
+func (h *Hearth) Propose(ctx context.Context, p vault.Proposal) (ProposalOutcome, error) {
+	v := h.cfg.Vault
+	if v == nil {
+		return ProposalOutcome{}, &Problem{Code: CodeUnavailable, Message: "this hearth has no vault"}
+	}
+	if p.ID == "" {
+		p.ID = vault.NewProposalID()
+	}
+	if p.Author == "" {
+		p.Author = vault.AuthorAgent
+	}
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = time.Now().UTC()
+	}
+	h.commitMu.Lock()
+	defer h.commitMu.Unlock()
+	h.ownerEditsLocked(ctx)
+	pol, err := v.Policy()
+	if err != nil {
+		h.log.Warn("vault: the memory policy is invalid", "err", err)
+		return ProposalOutcome{}, &Problem{Code: CodeConfigInvalid, Message: "the memory policy (config/memory.policy.yml) is invalid; fix it to write memories"}
+	}
+	var current []byte
+	if fs.ValidPath(p.Path) { // Decide refuses any other path
+		if current, err = v.Read(p.Path); err != nil {
+			h.log.Error("vault: read", "path", p.Path, "err", err)
+			return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not read the memory file; nothing was written"}
+		}
+	}
+	d := vault.Decide(pol, &p, current)
+	out := ProposalOutcome{ID: p.ID, Path: p.Path, Why: d.Why}
+	switch d.Verdict {
+	case vault.Queue:
+		if err := vault.SaveProposal(v.Dir(), &p); err != nil {
+			h.log.Error("vault: queue proposal", "proposal", p.ID, "err", err)
+			return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not queue the proposal; nothing was written"}
+		}
+		out.Decision = DecisionQueued
+		h.publish(&ProposalQueued{Proposal: p, Why: d.Why})
+		return out, nil
+	case vault.Apply:
+		return h.applyLocked(ctx, &p, d.Why, DecidedByPolicy)
+	default:
+		out.Decision = DecisionRejected
+		h.publish(&ProposalDecided{ProposalOutcome: out, By: DecidedByPolicy})
+		return out, nil
+	}
+}
+
+// DecideProposal carries out the owner's decision on a queued proposal:
+// approved, it is applied (unless its file changed since, when it is
+// rejected and must be proposed again); rejected, it leaves the inbox.
+// Every subscriber is told with one ProposalDecided.
+func (h *Hearth) DecideProposal(ctx context.Context, id string, approve bool, by string) (ProposalOutcome, error) {
+	v := h.cfg.Vault
+	if v == nil {
+		return ProposalOutcome{}, &Problem{Code: CodeUnavailable, Message: "this hearth has no vault"}
+	}
+	if by == "" {
+		by = ByOwner
+	}
+	h.commitMu.Lock()
+	defer h.commitMu.Unlock()
+	p, err := vault.LoadProposal(v.Dir(), id)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(id, "prop_") {
+			return ProposalOutcome{}, &Problem{Code: CodeBadRequest, Message: "no proposal waits with that id (it may be decided already)"}
+		}
+		h.log.Error("vault: load proposal", "proposal", id, "err", err)
+		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not read that proposal"}
+	}
+	if approve {
+		h.ownerEditsLocked(ctx)
+		// The commit and the ledger say who approved it.
+		p.Reason = strings.TrimSpace(p.Reason) + "\n\nApproved by the " + by + "."
+		return h.applyLocked(ctx, p, "approved by the "+by, by)
+	}
+	if err := h.dropQueued(p.ID); err != nil {
+		h.log.Error("vault: drop proposal", "proposal", id, "err", err)
+		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not remove that proposal"}
+	}
+	out := ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: "rejected by the owner"}
+	h.publish(&ProposalDecided{ProposalOutcome: out, By: by})
+	return out, nil
+}
+
+// Proposals lists the proposals waiting for the owner, oldest first.
+func (h *Hearth) Proposals(ctx context.Context) ([]vault.Proposal, error) {
+	v := h.cfg.Vault
+	if v == nil {
+		return nil, &Problem{Code: CodeUnavailable, Message: "this hearth has no vault"}
+	}
+	ps, bad, err := vault.ListProposals(v.Dir())
+	if err != nil {
+		h.log.Error("vault: list proposals", "err", err)
+		return nil, &Problem{Code: CodeInternal, Message: "hearth could not read the proposals"}
+	}
+	for _, e := range bad {
+		h.log.Warn("vault: a queued proposal is unreadable; skipped", "err", e)
+	}
+	out := make([]vault.Proposal, len(ps))
+	for i, p := range ps {
+		out[i] = *p
+	}
+	return out, nil
+}
+
+// applyLocked applies p and publishes the outcome; commitMu is held. A
+// failed git commit leaves the write saved: it is reported as a Notice and
+// the outcome says so; chat goes on.
+func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by string) (ProposalOutcome, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), vaultWrite)
+	defer cancel()
+	out := ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionApplied, Why: why}
+	res, err := h.cfg.Vault.Apply(ctx, p)
+	var cerr *vault.CommitError
+	switch {
+	case err == nil:
+		out.Commit = res.Commit
+	case errors.Is(err, vault.ErrStale):
+		out.Decision, out.Why = DecisionRejected, "the file changed since the proposal was made (the owner edited it); propose it again"
+		// It can never apply: it leaves the inbox.
+		if err := h.dropQueued(p.ID); err != nil {
+			h.log.Warn("vault: drop a stale proposal", "proposal", p.ID, "err", err)
+		}
+	case errors.As(err, &cerr):
+		out.CommitFailed = true
+		h.uncommitted = append(h.uncommitted, uncommitted{
+			paths:   append(slices.Clone(res.Paths), vault.LedgerFile),
+			message: fmt.Sprintf("vault: %s %s (committed late)\n\n%s\n\nProposal: %s\nAuthor: %s\n", p.Op, p.Path, strings.TrimSpace(p.Reason), p.ID, p.Author),
+			author:  p.Author,
+		})
+		h.log.Warn("vault: the write is saved but not committed", "proposal", p.ID, "err", err)
+		h.publish(&Notice{Code: CodeInternal, Message: "a memory change is saved but git could not commit it; it will be committed with the next change"})
+	default:
+		h.log.Error("vault: apply", "proposal", p.ID, "err", err)
+		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not write the memory; details are in hearth's log"}
+	}
+	h.publish(&ProposalDecided{ProposalOutcome: out, By: by})
+	return out, nil
+}
+
+// dropQueued removes the proposal id from the inbox, if it is there.
+func (h *Hearth) dropQueued(id string) error {
+	err := os.Remove(filepath.Join(h.cfg.Vault.Dir(), filepath.FromSlash(vault.ProposalsDir), id+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// uncommitted is a vault write saved whose commit failed.
+type uncommitted struct {
+	paths           []string
+	message, author string
+}
+
+// ownerEditsLocked commits what the owner edited by hand before a vault
+// write; commitMu is held. Failures are logged: the write itself decides.
+func (h *Hearth) ownerEditsLocked(ctx context.Context) {
+	// Writes whose commit failed are committed first, as their author:
+	// else the owner-edit check would take them for the owner's.
+	for len(h.uncommitted) > 0 {
+		u := h.uncommitted[0]
+		if _, err := vault.Commit(ctx, h.cfg.Vault.Dir(), u.paths, u.message, u.author); err != nil {
+			h.log.Warn("vault: a saved change still cannot be committed", "err", err)
+			return // not the owner's: leave them for the next write
+		}
+		h.uncommitted = h.uncommitted[1:]
+	}
+	res, malformed, err := h.cfg.Vault.CommitOwnerEdits(ctx)
+	if err != nil {
+		h.log.Warn("vault: could not commit the owner's edits", "err", err)
+	}
+	if len(res.Paths) > 0 {
+		h.log.Info("vault: committed the owner's edits", "files", len(res.Paths), "commit", res.Commit)
+	}
+	for _, e := range malformed {
+		h.log.Warn("vault: a note the owner edited does not parse; kept as written", "err", e)
+	}
+}
+
+// CurrentSource is what a tool call of the turn in flight comes from: the
+// conversation's latest owner turn, as a vault source (zero when there is
+// none).
+func (h *Hearth) CurrentSource() vault.Source {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.conv
+	for i := len(c.recent) - 1; i >= 0; i-- {
+		if c.recent[i].Role == memory.RoleUser {
+			return vault.Source{Thread: c.id, Turn: c.recent[i].ID}
+		}
+	}
+	return vault.Source{}
+}
