@@ -2,7 +2,6 @@ package audio
 
 import (
 	"encoding/binary"
-	"sync"
 	"testing"
 	"time"
 )
@@ -342,29 +341,4 @@ func BenchmarkPlayer(b *testing.B) {
 		p.Write("a", in)
 		p.Read(out)
 	}
-}
-
-func BenchmarkPlayerContended(b *testing.B) {
-	p := NewPlayer(PlayerConfig{})
-	in := pcmOf(make([]int16, FrameSamples))
-	b.ReportAllocs()
-	b.SetBytes(int64(len(in)))
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Go(func() {
-		out := make([]int16, FrameSamples)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				p.Read(out)
-			}
-		}
-	})
-	for b.Loop() {
-		p.Write("a", in)
-	}
-	close(stop)
-	wg.Wait()
 }
