@@ -2,6 +2,7 @@ package audio
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -99,5 +100,73 @@ func TestCrossCorrelate(t *testing.T) {
 	}
 	if lag, _ := crossCorrelate(make([]int16, 5000), ref); lag != -1 {
 		t.Errorf("silence matched at lag %d", lag)
+	}
+}
+
+// segmentMatch finds each seg-sample piece of ref in rec by
+// crossCorrelate. A loaded machine can insert gaps (a device underflow, a
+// recorder overrun) that split one correlation peak; per piece, the
+// content is still checked sample by sample. It returns the lag of the
+// first piece, the total gap (how much later the last piece came than a
+// gapless path puts it; negative if audio was lost) and each piece's score.
+func segmentMatch(rec, ref []int16, seg int) (first, gap int, scores []float64) {
+	prev := -1
+	for i := 0; i+seg <= len(ref); i += seg {
+		lag, score := crossCorrelate(rec, ref[i:i+seg])
+		scores = append(scores, score)
+		if prev < 0 {
+			first = lag
+		} else {
+			gap += lag - prev - seg
+		}
+		prev = lag
+	}
+	return first, gap, scores
+}
+
+// intact counts the pieces that arrived sample for sample (up to gain).
+func intact(scores []float64) int {
+	n := 0
+	for _, s := range scores {
+		if s >= 0.9 {
+			n++
+		}
+	}
+	return n
+}
+
+func TestSegmentMatch(t *testing.T) {
+	ref := chirp(6000, 300, 3000, 0.5)
+	tests := []struct {
+		name      string
+		lead, gap int // silence before ref, and inserted at sample 2500
+		lose      int // samples lost at 4000
+	}{
+		{"gapless", 700, 0, 0},
+		{"a gap", 700, 480, 0},
+		{"lost audio", 100, 0, 300},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := make([]int16, tt.lead, 20000)
+			rec = append(rec, ref[:2500]...)
+			rec = append(rec, make([]int16, tt.gap)...)
+			rec = append(rec, ref[2500:4000]...)
+			rec = append(rec, ref[4000+tt.lose:]...)
+			rec = append(rec, make([]int16, 2000)...)
+			first, gap, scores := segmentMatch(rec, ref, 1200)
+			worst := slices.Min(scores)
+			// a piece straddling the damage matches partly: its lag lands
+			// on one side; the total gap still adds up
+			if first != tt.lead || gap != tt.gap-tt.lose {
+				t.Errorf("first %d gap %d (worst %.3f), want %d %d", first, gap, worst, tt.lead, tt.gap-tt.lose)
+			}
+			if tt.gap == 0 && tt.lose == 0 && worst < 0.999 {
+				t.Errorf("worst score %.3f on a clean path", worst)
+			}
+			if n := intact(scores); n < len(scores)-1 {
+				t.Errorf("%d of %d pieces intact (%v), want all but the damaged one", n, len(scores), scores)
+			}
+		})
 	}
 }

@@ -1,0 +1,241 @@
+//go:build portaudio
+
+package audio
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+)
+
+// needAudio skips without a sound server, unless MNEMO_AUDIO_REQUIRED is
+// set (make test-audio sets it: there a missing server is a failure).
+func needAudio(t *testing.T) {
+	t.Helper()
+	if os.Getenv("PULSE_SERVER") != "" {
+		return
+	}
+	if os.Getenv("MNEMO_AUDIO_REQUIRED") != "" {
+		t.Fatal("PULSE_SERVER is not set: run scripts/audio-setup.sh (make test-audio)")
+	}
+	t.Skip("no sound server: make test-audio sets one up")
+}
+
+func TestDevices(t *testing.T) {
+	needAudio(t)
+	devs, err := Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in, out bool
+	for _, d := range devs {
+		t.Logf("%q host=%s in=%d out=%d rate=%.0f defaultIn=%v defaultOut=%v",
+			d.Name, d.Host, d.Inputs, d.Outputs, d.DefaultSampleRate, d.DefaultInput, d.DefaultOutput)
+		in = in || d.DefaultInput
+		out = out || d.DefaultOutput
+	}
+	if !in || !out {
+		t.Fatalf("no default input (%v) or output (%v) among %d devices", in, out, len(devs))
+	}
+	if _, err := OpenStreams(t.Context(), DeviceConfig{Output: "no such device"}, nil, NewPlayer(PlayerConfig{})); err == nil {
+		t.Error("opened a device that does not exist")
+	}
+}
+
+// recorder collects raw s16le mono from a command's stdout and lets the
+// test wait for a sample count.
+type recorder struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	buf  []int16
+	done bool
+}
+
+func record(t *testing.T, name string, args ...string) *recorder {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	r := &recorder{}
+	r.cond = sync.NewCond(&r.mu)
+	go func() {
+		b := make([]byte, 4800)
+		var odd []byte
+		for {
+			n, err := stdout.Read(b)
+			chunk := append(odd, b[:n]...)
+			odd = nil
+			if len(chunk)%2 == 1 {
+				odd = []byte{chunk[len(chunk)-1]}
+				chunk = chunk[:len(chunk)-1]
+			}
+			r.mu.Lock()
+			for i := 0; i < len(chunk); i += 2 {
+				r.buf = append(r.buf, int16(binary.LittleEndian.Uint16(chunk[i:])))
+			}
+			if err != nil {
+				r.done = true
+			}
+			r.cond.Broadcast()
+			r.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() && stderr.Len() > 0 {
+			t.Logf("%s stderr: %s", name, stderr.String())
+		}
+	})
+	return r
+}
+
+// wait blocks until at least n samples are recorded and returns a copy.
+func (r *recorder) wait(t *testing.T, n int) []int16 {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.buf) < n && !r.done {
+		r.cond.Wait()
+	}
+	if len(r.buf) < n {
+		t.Fatalf("recording ended after %d samples, want %d", len(r.buf), n)
+	}
+	return append([]int16(nil), r.buf...)
+}
+
+func (r *recorder) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.buf)
+}
+
+// TestPlaybackReachesSpeaker plays a chirp through the Player and the
+// output stream, records the speaker sink's monitor with parec, and finds
+// the chirp there by cross-correlation: it arrived intact, this late.
+func TestPlaybackReachesSpeaker(t *testing.T) {
+	needAudio(t)
+	rec := record(t, "parec", "--device=spk.monitor", "--rate=24000", "--channels=1",
+		"--format=s16le", "--raw", "--latency-msec=10")
+	rec.wait(t, 1) // the monitor is live
+
+	stopped := make(chan struct{}, 1)
+	p := NewPlayer(PlayerConfig{OnPlaying: func(on bool) {
+		if !on {
+			select {
+			case stopped <- struct{}{}:
+			default:
+			}
+		}
+	}})
+	s, err := OpenStreams(t.Context(), DeviceConfig{}, nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	ref := chirp(SampleRate/4, 300, 3000, 0.5)
+	start := rec.len()
+	wrote := time.Now()
+	p.Write("item_1", pcmOf(ref))
+	p.Finish()
+	<-stopped
+	handed := time.Since(wrote)
+	got := rec.wait(t, start+len(ref)+SampleRate) // and a second to spare
+	checkArrived(t, "played", got[start:], ref)
+	t.Logf("device output latency %v; handed to the device in %v; stats %+v %+v",
+		s.OutputLatency(), handed, p.Stats(), s.Stats())
+	if st := p.Stats(); st.Played != uint64(len(ref)) || st.Underruns != 0 {
+		t.Errorf("player stats %+v: want all %d samples played, no underrun", st, len(ref))
+	}
+}
+
+// TestCaptureFromMic plays a chirp into the mic sink with pacat and finds
+// it in the frames Capture delivers from the input stream.
+func TestCaptureFromMic(t *testing.T) {
+	needAudio(t)
+	c := NewCapture(CaptureConfig{Depth: 500})
+	s, err := OpenStreams(t.Context(), DeviceConfig{}, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	var got []int16
+	go func() {
+		for f := range c.Frames() {
+			mu.Lock()
+			for i := 0; i < len(f); i += 2 {
+				got = append(got, int16(binary.LittleEndian.Uint16(f[i:])))
+			}
+			cond.Broadcast()
+			mu.Unlock()
+		}
+	}()
+	waitFor := func(n int) []int16 {
+		mu.Lock()
+		defer mu.Unlock()
+		for len(got) < n {
+			cond.Wait()
+		}
+		return append([]int16(nil), got...)
+	}
+	waitFor(FrameSamples) // capture is live
+
+	ref := chirp(SampleRate/4, 300, 3000, 0.5)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	mu.Lock()
+	start := len(got)
+	mu.Unlock()
+	cmd := exec.CommandContext(ctx, "pacat", "--playback", "--device=mic", "--rate=24000", "--channels=1",
+		"--format=s16le", "--raw", "--latency-msec=100")
+	cmd.Stdin = bytes.NewReader(pcmOf(ref))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pacat: %v: %s", err, out)
+	}
+	all := waitFor(start + len(ref) + SampleRate)
+	s.Close()
+	c.Close()
+	checkArrived(t, "captured", all[start:], ref)
+	t.Logf("capture stats %+v; device %+v", c.Stats(), s.Stats())
+}
+
+// checkArrived asserts that ref is in rec: whole, or (on a loaded machine
+// that inserted a gap) in 50 ms pieces each found sample for sample, at
+// most two of them damaged. It logs the latency and any gap.
+func checkArrived(t *testing.T, what string, rec, ref []int16) {
+	t.Helper()
+	lag, score := crossCorrelate(rec, ref)
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Second / SampleRate }
+	if score >= 0.99 {
+		t.Logf("%s: chirp whole at +%v (score %.4f)", what, ms(lag), score)
+		if ms(lag) > time.Second {
+			t.Errorf("%s: chirp arrived %v late", what, ms(lag))
+		}
+		return
+	}
+	first, gap, scores := segmentMatch(rec, ref, SampleRate/20)
+	t.Logf("%s: whole-chirp score %.3f; in pieces: first at +%v, gaps %v, scores %.3f", what, score, ms(first), ms(gap), scores)
+	if n := intact(scores); n < len(scores)-2 {
+		t.Fatalf("%s: only %d of %d pieces of the chirp arrived intact", what, n, len(scores))
+	}
+	if ms(first) > time.Second {
+		t.Errorf("%s: chirp arrived %v late", what, ms(first))
+	}
+}
