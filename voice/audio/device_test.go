@@ -239,3 +239,60 @@ func checkArrived(t *testing.T, what string, rec, ref []int16) {
 		t.Errorf("%s: chirp arrived %v late", what, ms(first))
 	}
 }
+
+// TestBargeInSilence plays a long tone, flushes the Player once the tone
+// is heard on spk.monitor, and measures in the recording how long the
+// speaker kept sounding: barge-in → silence.
+func TestBargeInSilence(t *testing.T) {
+	needAudio(t)
+	rec := record(t, "parec", "--device=spk.monitor", "--rate=24000", "--channels=1",
+		"--format=s16le", "--raw", "--latency-msec=10")
+	rec.wait(t, 1)
+	p := NewPlayer(PlayerConfig{})
+	s, err := OpenStreams(t.Context(), DeviceConfig{}, nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	tone := chirp(3*SampleRate, 440, 440, 0.5)
+	start := rec.len()
+	p.Write("item_1", pcmOf(tone))
+	loud := func(x []int16) int { // index of the first loud sample, or -1
+		for i, v := range x {
+			if v > 4000 || v < -4000 {
+				return i
+			}
+		}
+		return -1
+	}
+	// Wait until the tone has been sounding for 200 ms.
+	heard := -1
+	for n := start + FrameSamples; heard < 0 || n < heard+SampleRate/5; n += FrameSamples {
+		got := rec.wait(t, n)
+		if heard < 0 {
+			if i := loud(got[start:]); i >= 0 {
+				heard = start + i
+			}
+		}
+	}
+	flushAt := rec.len()
+	item, ms, ok := p.Flush()
+	got := rec.wait(t, flushAt+SampleRate/2)
+	last := -1
+	for i := len(got) - 1; i >= flushAt; i-- {
+		if got[i] > 1000 || got[i] < -1000 {
+			last = i
+			break
+		}
+	}
+	tail := time.Duration(max(0, last-flushAt)) * time.Second / SampleRate
+	t.Logf("flushed %s at %d ms heard (ok %v); speaker silent %v after the flush (recorder chunks 10 ms; device output latency %v)",
+		item, ms, ok, tail, s.OutputLatency())
+	if !ok || item != "item_1" || ms < 150 {
+		t.Errorf("Flush = %q %d ms %v, want item_1 and at least the 200 ms heard less latency", item, ms, ok)
+	}
+	if tail > 100*time.Millisecond {
+		t.Errorf("speaker kept sounding %v after barge-in, want under 100 ms", tail)
+	}
+}
