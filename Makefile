@@ -21,7 +21,7 @@ WINK_SRI    := sha512-SN/Ar/UzotWhkJiSQ+WUN/L+UCKvNU1sYgUlFzJv5QpC2qg14txpGafTxV
 VECTORS     := $(VECTORS_DIR)/wink-sg100-100k.bin
 WORDVEC_SRC := $(filter-out %_test.go,$(wildcard memory/embed/wordvec/*.go memory/embed/wordvec/cmd/mkvectors/*.go))
 
-.PHONY: all build run test deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale fuzz clean
+.PHONY: all build run test test-audio deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale fuzz clean
 
 all: build
 
@@ -69,6 +69,16 @@ vet:
 
 test: deps vet
 	MNEMO_MCP_NODE_MODULES=$(MCP_NODE_DIR)/node_modules MNEMO_WORDVEC=$(VECTORS) $(GO) test -race -count=1 -timeout 25m ./...
+
+# The PortAudio device layer (build tag portaudio) against PulseAudio null
+# sinks: installs portaudio19-dev pkg-config pulseaudio pulseaudio-utils
+# espeak-ng sox when missing (apt, as root) and starts the daemon once.
+# checkptr is off: two PortAudio streams trip it inside the binding.
+AUDIO_RUNTIME ?= /tmp/mnemo-audio
+AUDIO_ENV := XDG_RUNTIME_DIR=$(AUDIO_RUNTIME) PULSE_SERVER=unix:$(AUDIO_RUNTIME)/pulse/native
+test-audio:
+	$(AUDIO_ENV) scripts/audio-setup.sh
+	$(AUDIO_ENV) MNEMO_AUDIO_REQUIRED=1 $(GO) test -tags portaudio -race -count=1 -gcflags=all=-d=checkptr=0 ./voice/audio/...
 
 # Benchmarks are separate from `make test`; numbers go in closing notes.
 bench: bench-hearth bench-journal bench-agent

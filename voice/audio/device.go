@@ -1,0 +1,290 @@
+//go:build portaudio
+
+package audio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gordonklaus/portaudio"
+)
+
+// Device is an audio device PortAudio offers.
+type Device struct {
+	Name              string
+	Host              string // host API: ALSA, ...
+	Inputs, Outputs   int    // channels
+	DefaultSampleRate float64
+	DefaultInput      bool
+	DefaultOutput     bool
+}
+
+// Devices lists the devices PortAudio sees. With no sound card and no
+// sound server the list is empty.
+func Devices() ([]Device, error) {
+	if err := portaudio.Initialize(); err != nil {
+		return nil, fmt.Errorf("portaudio: %w", err)
+	}
+	defer portaudio.Terminate()
+	infos, err := portaudio.Devices()
+	if err != nil {
+		return nil, fmt.Errorf("portaudio devices: %w", err)
+	}
+	defIn, _ := portaudio.DefaultInputDevice()
+	defOut, _ := portaudio.DefaultOutputDevice()
+	out := make([]Device, 0, len(infos))
+	for _, d := range infos {
+		dev := Device{
+			Name: d.Name, Inputs: d.MaxInputChannels, Outputs: d.MaxOutputChannels,
+			DefaultSampleRate: d.DefaultSampleRate,
+			DefaultInput:      defIn != nil && d.Index == defIn.Index,
+			DefaultOutput:     defOut != nil && d.Index == defOut.Index,
+		}
+		if d.HostApi != nil {
+			dev.Host = d.HostApi.Name
+		}
+		out = append(out, dev)
+	}
+	return out, nil
+}
+
+// findDevice picks a device by name: "" is the default; otherwise an exact
+// name, else the one name containing it (case-insensitive).
+func findDevice(name string, input bool) (*portaudio.DeviceInfo, error) {
+	kind := "output"
+	if input {
+		kind = "input"
+	}
+	if name == "" {
+		var d *portaudio.DeviceInfo
+		var err error
+		if input {
+			d, err = portaudio.DefaultInputDevice()
+		} else {
+			d, err = portaudio.DefaultOutputDevice()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("no default %s device: %w", kind, err)
+		}
+		return d, nil
+	}
+	infos, err := portaudio.Devices()
+	if err != nil {
+		return nil, fmt.Errorf("portaudio devices: %w", err)
+	}
+	var matches []*portaudio.DeviceInfo
+	for _, d := range infos {
+		if (input && d.MaxInputChannels < 1) || (!input && d.MaxOutputChannels < 1) {
+			continue
+		}
+		if d.Name == name {
+			return d, nil
+		}
+		if strings.Contains(strings.ToLower(d.Name), strings.ToLower(name)) {
+			matches = append(matches, d)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return nil, fmt.Errorf("no %s device named %q", kind, name)
+	case 1:
+		return matches[0], nil
+	}
+	names := make([]string, len(matches))
+	for i, d := range matches {
+		names[i] = d.Name
+	}
+	return nil, fmt.Errorf("%s device %q is ambiguous: %s", kind, name, strings.Join(names, ", "))
+}
+
+// DeviceConfig chooses the devices; "" is the system default.
+type DeviceConfig struct {
+	Input, Output string
+	Logger        *slog.Logger
+}
+
+// DeviceStats counts the device's complaints, which are warnings: the
+// streams keep running.
+type DeviceStats struct {
+	InputOverflows   uint64 // capture samples lost before we read them
+	OutputUnderflows uint64 // the device played a gap before we wrote
+}
+
+// Streams are the open input and output streams: 24 kHz int16 mono,
+// 20 ms buffers, separate streams (one duplex stream corrupted playback
+// on these machines). The input loop feeds a Capture, the output loop
+// drains a Player.
+type Streams struct {
+	log       *slog.Logger
+	in, out   *portaudio.Stream
+	inBuf     []int16
+	outBuf    []int16
+	latency   time.Duration
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	overflow  atomic.Uint64
+	underflow atomic.Uint64
+	errMu     sync.Mutex
+	err       error
+}
+
+// OpenStreams opens and starts the streams: capture (when c is not nil)
+// and playback (when p is not nil). It tells p the output latency. Close
+// stops them.
+func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (_ *Streams, err error) {
+	if c == nil && p == nil {
+		return nil, errors.New("audio: nothing to open")
+	}
+	if err := portaudio.Initialize(); err != nil {
+		return nil, fmt.Errorf("portaudio: %w", err)
+	}
+	s := &Streams{log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	defer func() {
+		if err != nil {
+			s.closeStreams()
+			portaudio.Terminate()
+		}
+	}()
+	if c != nil {
+		dev, err := findDevice(cfg.Input, true)
+		if err != nil {
+			return nil, err
+		}
+		s.inBuf = make([]int16, FrameSamples)
+		s.in, err = portaudio.OpenStream(portaudio.StreamParameters{
+			Input:           portaudio.StreamDeviceParameters{Device: dev, Channels: 1, Latency: dev.DefaultLowInputLatency},
+			SampleRate:      SampleRate,
+			FramesPerBuffer: FrameSamples,
+		}, s.inBuf)
+		if err != nil {
+			return nil, fmt.Errorf("open input %q: %w", dev.Name, err)
+		}
+	}
+	if p != nil {
+		dev, err := findDevice(cfg.Output, false)
+		if err != nil {
+			return nil, err
+		}
+		s.outBuf = make([]int16, FrameSamples)
+		s.out, err = portaudio.OpenStream(portaudio.StreamParameters{
+			Output:          portaudio.StreamDeviceParameters{Device: dev, Channels: 1, Latency: dev.DefaultLowOutputLatency},
+			SampleRate:      SampleRate,
+			FramesPerBuffer: FrameSamples,
+		}, s.outBuf)
+		if err != nil {
+			return nil, fmt.Errorf("open output %q: %w", dev.Name, err)
+		}
+		if info := s.out.Info(); info != nil {
+			s.latency = info.OutputLatency
+		}
+		p.SetOutputLatency(s.latency)
+	}
+	for _, st := range []*portaudio.Stream{s.in, s.out} {
+		if st != nil {
+			if err := st.Start(); err != nil {
+				return nil, fmt.Errorf("start stream: %w", err)
+			}
+		}
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	if s.in != nil {
+		s.wg.Go(func() { s.captureLoop(ctx, c) })
+	}
+	if s.out != nil {
+		s.wg.Go(func() { s.playLoop(ctx, p) })
+	}
+	return s, nil
+}
+
+// captureLoop reads 20 ms buffers; Capture copies what it keeps.
+func (s *Streams) captureLoop(ctx context.Context, c *Capture) {
+	for ctx.Err() == nil {
+		err := s.in.Read()
+		if errors.Is(err, portaudio.InputOverflowed) {
+			s.warn(&s.overflow, "audio input overflowed: capture samples lost")
+		} else if err != nil {
+			s.fail(fmt.Errorf("read input: %w", err))
+			return
+		}
+		c.Write(s.inBuf)
+	}
+}
+
+// playLoop writes 20 ms buffers; the blocking Write paces it.
+func (s *Streams) playLoop(ctx context.Context, p *Player) {
+	for ctx.Err() == nil {
+		p.Read(s.outBuf)
+		err := s.out.Write()
+		if errors.Is(err, portaudio.OutputUnderflowed) {
+			s.warn(&s.underflow, "audio output underflowed: the device played a gap")
+		} else if err != nil {
+			s.fail(fmt.Errorf("write output: %w", err))
+			return
+		}
+	}
+}
+
+func (s *Streams) warn(n *atomic.Uint64, msg string) {
+	// The first, then every hundredth: a struggling device must not flood the log.
+	if k := n.Add(1); k == 1 || k%100 == 0 {
+		s.log.Warn(msg, "count", k)
+	}
+}
+
+func (s *Streams) fail(err error) {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	if s.err == nil {
+		s.err = err
+		s.log.Error("audio stream stopped", "err", err)
+	}
+}
+
+// OutputLatency is how far written audio runs ahead of heard audio, as the
+// output device reports it (0 without an output stream).
+func (s *Streams) OutputLatency() time.Duration { return s.latency }
+
+// Stats is a snapshot of the device's warnings.
+func (s *Streams) Stats() DeviceStats {
+	return DeviceStats{InputOverflows: s.overflow.Load(), OutputUnderflows: s.underflow.Load()}
+}
+
+// Err is the error that stopped a stream, if one did.
+func (s *Streams) Err() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err
+}
+
+// Close stops both loops (within one buffer), then the streams.
+func (s *Streams) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	err := s.closeStreams()
+	portaudio.Terminate()
+	return errors.Join(err, s.Err())
+}
+
+func (s *Streams) closeStreams() error {
+	var errs []error
+	for _, st := range []*portaudio.Stream{s.in, s.out} {
+		if st == nil {
+			continue
+		}
+		st.Stop()
+		if err := st.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.in, s.out = nil, nil
+	return errors.Join(errs...)
+}

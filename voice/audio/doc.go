@@ -1,0 +1,22 @@
+// Package audio is the sound path of a voice session, independent of any
+// device: the playback ring buffer the socket reader writes reply audio
+// into (it never blocks the reader), capture framing into 20 ms frames,
+// level meters for the UI, and the half-duplex gate that keeps the agent
+// from hearing itself. All of it is pure Go; PCM is 24 kHz int16 mono.
+//
+// The PortAudio device layer (device.go) is built only with the build tag
+// `portaudio` (cgo, portaudio19-dev); `make test-audio` runs it against
+// PulseAudio null sinks.
+package audio
+
+import "github.com/mnemo/mnemo/voice"
+
+const (
+	// SampleRate is the PCM rate both ways.
+	SampleRate = voice.SampleRate
+	// FrameSamples is one 20 ms frame: the capture and device buffer size.
+	FrameSamples = SampleRate / 50
+)
+
+// samples converts a duration to a sample count at SampleRate.
+func samples(ms int) int { return ms * SampleRate / 1000 }

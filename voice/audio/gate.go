@@ -1,0 +1,170 @@
+package audio
+
+import (
+	"sync"
+	"time"
+)
+
+// Mode is how the mic and the speaker share the desk.
+type Mode int
+
+const (
+	// HalfDuplex (the default) drops mic frames while the agent plays and
+	// for Hold after, so the agent never hears (and interrupts) itself;
+	// BargeIn opens the mic anyway.
+	HalfDuplex Mode = iota
+	// FullDuplex passes every frame: headphones, or an echo canceller
+	// upstream of the mic.
+	FullDuplex
+)
+
+// DefaultHold is how long the mic stays gated after playback stops: the
+// device's output latency plus the room's echo tail.
+const DefaultHold = 300 * time.Millisecond
+
+// GateState is what the gate is doing, for the UI.
+type GateState int
+
+const (
+	Listening GateState = iota // mic frames pass
+	Gated                      // the agent is playing: mic frames dropped
+	Holding                    // playback just stopped: dropped until the hold ends
+	BargedIn                   // the agent plays but the user took the mic
+)
+
+func (s GateState) String() string {
+	switch s {
+	case Gated:
+		return "gated"
+	case Holding:
+		return "holding"
+	case BargedIn:
+		return "barged-in"
+	}
+	return "listening"
+}
+
+// GateConfig configures a Gate. Zero values mean HalfDuplex, DefaultHold
+// and time.Now.
+type GateConfig struct {
+	Mode Mode
+	Hold time.Duration
+	Now  func() time.Time
+}
+
+// Gate is the half-duplex state machine. The Player reports playback
+// starting and stopping (SetPlaying); Capture asks Pass for every frame.
+// Safe for concurrent use.
+//
+//	Listening --SetPlaying(true)--> Gated --SetPlaying(false)--> Holding --Hold elapses--> Listening
+//	Gated --BargeIn--> BargedIn --SetPlaying(false)--> Listening (no hold)
+//	Holding --BargeIn--> Listening
+//
+// A barge-in lasts until playback next starts from silence.
+type Gate struct {
+	mu       sync.Mutex
+	mode     Mode
+	hold     time.Duration
+	now      func() time.Time
+	playing  bool
+	override bool
+	until    time.Time // end of the hold after playback stopped
+	passed   uint64
+	dropped  uint64
+}
+
+// NewGate returns a gate in the Listening state.
+func NewGate(cfg GateConfig) *Gate {
+	if cfg.Hold <= 0 {
+		cfg.Hold = DefaultHold
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Gate{mode: cfg.Mode, hold: cfg.Hold, now: cfg.Now}
+}
+
+// SetMode switches between half and full duplex.
+func (g *Gate) SetMode(m Mode) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.mode = m
+}
+
+// Mode is the current mode.
+func (g *Gate) Mode() Mode {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.mode
+}
+
+// SetPlaying reports that agent audio started (true) or stopped (false)
+// reaching the speaker. Repeated calls with the same value change nothing.
+func (g *Gate) SetPlaying(playing bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if playing == g.playing {
+		return
+	}
+	g.playing = playing
+	if playing {
+		g.override = false
+		return
+	}
+	if g.override {
+		g.until = time.Time{}
+		return
+	}
+	g.until = g.now().Add(g.hold)
+}
+
+// BargeIn is the user taking the mic (a key): frames pass at once, even
+// while the agent plays, and no hold follows.
+func (g *Gate) BargeIn() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.override = true
+	g.until = time.Time{}
+}
+
+// Pass decides for one mic frame, now, and counts the decision.
+func (g *Gate) Pass() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := g.stateLocked()
+	ok := st == Listening || st == BargedIn
+	if ok {
+		g.passed++
+	} else {
+		g.dropped++
+	}
+	return ok
+}
+
+// State is the gate's state now.
+func (g *Gate) State() GateState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stateLocked()
+}
+
+func (g *Gate) stateLocked() GateState {
+	switch {
+	case g.mode == FullDuplex:
+		return Listening
+	case g.playing && g.override:
+		return BargedIn
+	case g.playing:
+		return Gated
+	case g.now().Before(g.until):
+		return Holding
+	}
+	return Listening
+}
+
+// Counts is how many frames Pass let through and dropped.
+func (g *Gate) Counts() (passed, dropped uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.passed, g.dropped
+}

@@ -1,0 +1,227 @@
+package audio
+
+import (
+	"sync"
+	"time"
+
+	"github.com/mnemo/mnemo/voice"
+)
+
+// Defaults of PlayerConfig.
+const (
+	DefaultCapacity  = 60 * time.Second
+	DefaultPreBuffer = 80 * time.Millisecond
+)
+
+// PlayerConfig configures a Player. Zero values mean the defaults.
+type PlayerConfig struct {
+	// Capacity bounds the audio held: reply audio arrives faster than real
+	// time, so this is the longest reply that fits unplayed.
+	Capacity time.Duration
+	// PreBuffer is how much audio must be queued before playback starts
+	// (and restarts after an underrun), so network jitter does not click.
+	PreBuffer time.Duration
+	// Gate, if set, is told when playback starts and stops.
+	Gate *Gate
+	// OnPlaying, if set, is called when a reply starts being queued (true)
+	// and when playback stops (false): the "agent speaking" state. It is
+	// called with the Player locked and must not call back into it.
+	OnPlaying func(bool)
+}
+
+// PlayerStats counts what happened to reply audio, in samples unless named.
+type PlayerStats struct {
+	Queued    int    // held now, not yet played
+	Written   uint64 // accepted by Write
+	Played    uint64 // handed to the device (not counting fill zeros)
+	Dropped   uint64 // refused by Write because the ring was full
+	Overflows uint64 // Write calls that dropped samples
+	Underruns uint64 // times the ring ran dry mid-reply (zeros played)
+	Flushed   uint64 // discarded by Flush
+}
+
+type playState int
+
+const (
+	idle      playState = iota // nothing to play: the device gets zeros
+	buffering                  // waiting for PreBuffer (or Finish)
+	playing
+)
+
+// Player is the playback ring buffer between the socket reader (Write)
+// and the output device (Read), for 24 kHz int16 mono.
+//
+// Write never blocks: the ring is bounded (Capacity) and when it is full
+// the newest samples are dropped, not the ones playing, and counted
+// (Dropped, Overflows); per-item accounting covers only what was
+// accepted, so truncation stays exact. Read always fills its buffer:
+// silence until PreBuffer is queued, then the audio, then zeros when the
+// ring runs dry. Running dry before Finish is an underrun (counted once
+// per dry spell) and playback pre-buffers again; after Finish it is the
+// end of the reply. Flush empties the ring at once for barge-in.
+//
+// The Player counts samples per item with a voice.Playback, advanced as
+// Read hands them to the device, so Flush knows how much of which item
+// was heard. Safe for concurrent use; Read and Write do not allocate
+// except when an item starts or ends.
+type Player struct {
+	mu      sync.Mutex
+	ring    []int16
+	r, n    int // read index, samples held
+	pre     int
+	state   playState
+	done    bool // Finish: play out what is held, running dry is no underrun
+	track   voice.Playback
+	gate    *Gate
+	notify  func(bool)
+	latency time.Duration
+	meter   Meter
+	stats   PlayerStats
+}
+
+// NewPlayer returns an empty, idle Player.
+func NewPlayer(cfg PlayerConfig) *Player {
+	if cfg.Capacity <= 0 {
+		cfg.Capacity = DefaultCapacity
+	}
+	if cfg.PreBuffer <= 0 {
+		cfg.PreBuffer = DefaultPreBuffer
+	}
+	return &Player{
+		ring:   make([]int16, samples(int(cfg.Capacity/time.Millisecond))),
+		pre:    samples(int(cfg.PreBuffer / time.Millisecond)),
+		gate:   cfg.Gate,
+		notify: cfg.OnPlaying,
+	}
+}
+
+// Write queues reply audio of itemID: little-endian int16 PCM as the
+// provider sends it (a trailing odd byte is ignored). It returns the
+// samples accepted; the rest did not fit and was dropped.
+func (p *Player) Write(itemID string, pcm []byte) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	want := len(pcm) / 2
+	n := min(want, len(p.ring)-p.n)
+	if n < want {
+		p.stats.Dropped += uint64(want - n)
+		p.stats.Overflows++
+	}
+	if n == 0 {
+		return 0
+	}
+	w := (p.r + p.n) % len(p.ring)
+	for i := range n {
+		p.ring[w] = int16(uint16(pcm[2*i]) | uint16(pcm[2*i+1])<<8)
+		if w++; w == len(p.ring) {
+			w = 0
+		}
+	}
+	p.n += n
+	p.stats.Written += uint64(n)
+	p.track.Queue(itemID, n)
+	p.done = false
+	if p.state == idle {
+		p.state = buffering
+		p.setPlaying(true)
+	}
+	return n
+}
+
+// Finish marks the end of a reply (its response.done): what is held plays
+// out even if shorter than PreBuffer, and running dry is not an underrun.
+// A later Write starts the next reply.
+func (p *Player) Finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = true
+}
+
+// Read fills out with the next samples to play (zeros where there are
+// none) and returns how many were audio. The output device calls it once
+// per buffer.
+func (p *Player) Read(out []int16) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state == buffering && (p.n >= p.pre || p.done) {
+		p.state = playing
+	}
+	got := 0
+	if p.state == playing {
+		got = min(len(out), p.n)
+		first := min(got, len(p.ring)-p.r)
+		copy(out, p.ring[p.r:p.r+first])
+		copy(out[first:got], p.ring[:got-first])
+		p.r = (p.r + got) % len(p.ring)
+		p.n -= got
+		p.stats.Played += uint64(got)
+		p.track.Advance(got)
+		if p.n == 0 && (got < len(out) || p.done) {
+			if !p.done {
+				p.stats.Underruns++
+			}
+			p.state = idle
+			p.done = false
+			p.setPlaying(false)
+		}
+	}
+	clear(out[got:])
+	p.meter.Update(out)
+	return got
+}
+
+// Flush is barge-in: it empties the ring at once and returns the item
+// that was playing and the milliseconds of it heard (what Read handed to
+// the device less the output latency); ok is false when nothing was
+// queued. Pass them to voice.Session.InterruptItem.
+func (p *Player) Flush() (itemID string, heardMS int, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	itemID, heardMS, ok = p.track.Heard()
+	heardMS = max(0, heardMS-int(p.latency/time.Millisecond))
+	p.track.Flush()
+	p.stats.Flushed += uint64(p.n)
+	p.r, p.n = 0, 0
+	p.done = false
+	if p.state != idle {
+		p.state = idle
+		p.setPlaying(false)
+	}
+	return itemID, heardMS, ok
+}
+
+// SetOutputLatency is how far audio handed to the device runs ahead of
+// what is heard (the device layer reports it); Flush subtracts it.
+func (p *Player) SetOutputLatency(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latency = d
+}
+
+// Playing reports whether a reply is queued or playing.
+func (p *Player) Playing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state != idle
+}
+
+// Level is the output level of the last buffer Read, for the UI.
+func (p *Player) Level() Level { return p.meter.Level() }
+
+// Stats is a snapshot of the counters.
+func (p *Player) Stats() PlayerStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.Queued = p.n
+	return s
+}
+
+func (p *Player) setPlaying(on bool) {
+	if p.gate != nil {
+		p.gate.SetPlaying(on)
+	}
+	if p.notify != nil {
+		p.notify(on)
+	}
+}

@@ -1,0 +1,172 @@
+package audio
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+// chirp is a linear sweep from f0 to f1 Hz over n samples at amplitude
+// amp (of full scale), with 5 ms fades so it does not click.
+func chirp(n int, f0, f1, amp float64) []int16 {
+	out := make([]int16, n)
+	dur := float64(n) / SampleRate
+	fade := SampleRate / 200
+	for i := range out {
+		t := float64(i) / SampleRate
+		phase := 2 * math.Pi * (f0*t + (f1-f0)*t*t/(2*dur))
+		g := 1.0
+		if i < fade {
+			g = float64(i) / float64(fade)
+		} else if n-i < fade {
+			g = float64(n-i) / float64(fade)
+		}
+		out[i] = int16(math.Round(amp * g * 32767 * math.Sin(phase)))
+	}
+	return out
+}
+
+// crossCorrelate finds where ref best matches inside rec, trying every
+// single-sample lag (a coarse stride can miss a narrow peak entirely). It
+// returns the lag and the normalised correlation there (1 = identical up
+// to gain).
+func crossCorrelate(rec, ref []int16) (lag int, score float64) {
+	m := len(ref)
+	if m == 0 || len(rec) < m {
+		return -1, 0
+	}
+	var refE float64
+	for _, v := range ref {
+		refE += float64(v) * float64(v)
+	}
+	var winE float64 // energy of rec[l:l+m], kept as a running sum
+	for _, v := range rec[:m] {
+		winE += float64(v) * float64(v)
+	}
+	lag = -1
+	for l := 0; l+m <= len(rec); l++ {
+		if l > 0 {
+			a, b := float64(rec[l-1]), float64(rec[l+m-1])
+			winE += b*b - a*a
+		}
+		if winE <= 0 || refE <= 0 {
+			continue
+		}
+		var dot float64
+		w := rec[l : l+m]
+		for i, v := range ref {
+			dot += float64(w[i]) * float64(v)
+		}
+		if s := dot / math.Sqrt(refE*max(winE, 1)); s > score {
+			lag, score = l, s
+		}
+	}
+	return lag, score
+}
+
+func TestCrossCorrelate(t *testing.T) {
+	ref := chirp(2400, 300, 3000, 0.5)
+	tests := []struct {
+		name     string
+		lead     int     // silence before ref in the recording
+		gain     float64 // applied to ref in the recording
+		noise    int16   // amplitude of a deterministic noise floor
+		wantLag  int
+		minScore float64
+	}{
+		{"exact", 0, 1, 0, 0, 0.999},
+		{"delayed by an odd number of samples", 1237, 1, 0, 1237, 0.999},
+		{"quieter", 500, 0.1, 0, 500, 0.999},
+		{"in noise", 333, 0.5, 2000, 333, 0.8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := make([]int16, tt.lead+len(ref)+3000)
+			x := uint32(1)
+			for i := range rec {
+				x = x*1664525 + 1013904223
+				if tt.noise > 0 {
+					rec[i] = int16(int32(x>>16)%int32(2*tt.noise+1)) - tt.noise
+				}
+			}
+			for i, v := range ref {
+				rec[tt.lead+i] += int16(float64(v) * tt.gain)
+			}
+			lag, score := crossCorrelate(rec, ref)
+			if lag != tt.wantLag || score < tt.minScore {
+				t.Errorf("lag %d score %.4f, want lag %d score >= %.3f", lag, score, tt.wantLag, tt.minScore)
+			}
+		})
+	}
+	if lag, _ := crossCorrelate(make([]int16, 5000), ref); lag != -1 {
+		t.Errorf("silence matched at lag %d", lag)
+	}
+}
+
+// segmentMatch finds each seg-sample piece of ref in rec by
+// crossCorrelate. A loaded machine can insert gaps (a device underflow, a
+// recorder overrun) that split one correlation peak; per piece, the
+// content is still checked sample by sample. It returns the lag of the
+// first piece, the total gap (how much later the last piece came than a
+// gapless path puts it; negative if audio was lost) and each piece's score.
+func segmentMatch(rec, ref []int16, seg int) (first, gap int, scores []float64) {
+	prev := -1
+	for i := 0; i+seg <= len(ref); i += seg {
+		lag, score := crossCorrelate(rec, ref[i:i+seg])
+		scores = append(scores, score)
+		if prev < 0 {
+			first = lag
+		} else {
+			gap += lag - prev - seg
+		}
+		prev = lag
+	}
+	return first, gap, scores
+}
+
+// intact counts the pieces that arrived sample for sample (up to gain).
+func intact(scores []float64) int {
+	n := 0
+	for _, s := range scores {
+		if s >= 0.9 {
+			n++
+		}
+	}
+	return n
+}
+
+func TestSegmentMatch(t *testing.T) {
+	ref := chirp(6000, 300, 3000, 0.5)
+	tests := []struct {
+		name      string
+		lead, gap int // silence before ref, and inserted at sample 2500
+		lose      int // samples lost at 4000
+	}{
+		{"gapless", 700, 0, 0},
+		{"a gap", 700, 480, 0},
+		{"lost audio", 100, 0, 300},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := make([]int16, tt.lead, 20000)
+			rec = append(rec, ref[:2500]...)
+			rec = append(rec, make([]int16, tt.gap)...)
+			rec = append(rec, ref[2500:4000]...)
+			rec = append(rec, ref[4000+tt.lose:]...)
+			rec = append(rec, make([]int16, 2000)...)
+			first, gap, scores := segmentMatch(rec, ref, 1200)
+			worst := slices.Min(scores)
+			// a piece straddling the damage matches partly: its lag lands
+			// on one side; the total gap still adds up
+			if first != tt.lead || gap != tt.gap-tt.lose {
+				t.Errorf("first %d gap %d (worst %.3f), want %d %d", first, gap, worst, tt.lead, tt.gap-tt.lose)
+			}
+			if tt.gap == 0 && tt.lose == 0 && worst < 0.999 {
+				t.Errorf("worst score %.3f on a clean path", worst)
+			}
+			if n := intact(scores); n < len(scores)-1 {
+				t.Errorf("%d of %d pieces intact (%v), want all but the damaged one", n, len(scores), scores)
+			}
+		})
+	}
+}
