@@ -16,11 +16,21 @@ import (
 )
 
 // SeenFile, in <root>/index, records what recall has seen of each journal
-// shard: its size, modification time, SHA-256 and record ids. At start a
+// shard: its size, modification time and SHA-256; the shard's record ids
+// are in seenDir/<shard>.ids, read only when the shard changed. At start a
 // shard that shrank, or whose first bytes hash otherwise than what was
 // seen, was edited while hearth was stopped: it is read again and the
-// index reconciled with it, without a full reindex.
+// index reconciled with it, without a full reindex. Keeping the ids apart
+// keeps a start cheap however long the journal is: only the small
+// SeenFile is read and written when nothing changed.
 const SeenFile = "journal-seen.json"
+
+// seenDir, in <root>/index, holds each shard's record ids, one per line.
+const seenDir = "journal-seen"
+
+// seenVersion is SeenFile's format; a file of another version counts as
+// none (the next start compares with what this one records).
+const seenVersion = 2
 
 type seenState struct {
 	Version int                  `json:"version"`
@@ -31,7 +41,6 @@ type seenShard struct {
 	Size    int64     `json:"size"`
 	ModTime time.Time `json:"mtime"`
 	SHA256  string    `json:"sha256"`
-	IDs     []string  `json:"ids"`
 }
 
 func (m *Memory) seenPath() string {
@@ -50,7 +59,7 @@ func loadSeen(path string) (seenState, bool, error) {
 		return seenState{}, false, err
 	}
 	var s seenState
-	if err := json.Unmarshal(b, &s); err != nil || s.Version != 1 {
+	if err := json.Unmarshal(b, &s); err != nil || s.Version != seenVersion {
 		return seenState{}, false, nil // unreadable: start over, as on a first start
 	}
 	return s, true, nil
@@ -74,7 +83,9 @@ func (m *Memory) syncSeen(ctx context.Context, rs *system, reconcile bool) error
 	if err != nil {
 		return err
 	}
-	now := seenState{Version: 1, Shards: make(map[string]seenShard, len(stats))}
+	now := seenState{Version: seenVersion, Shards: make(map[string]seenShard, len(stats))}
+	idsDir := filepath.Join(filepath.Dir(path), seenDir)
+	seenIDs := make(map[string][]string) // to record, once the index agrees
 	changed := make(map[string]int64)
 	for _, st := range stats {
 		prev, ok := old.Shards[st.Name]
@@ -99,7 +110,8 @@ func (m *Memory) syncSeen(ctx context.Context, rs *system, reconcile bool) error
 			ids[i] = r.ID
 			present[r.ID] = true
 		}
-		now.Shards[name] = seenShard{Size: c.Size, ModTime: c.ModTime, SHA256: c.SHA256, IDs: ids}
+		now.Shards[name] = seenShard{Size: c.Size, ModTime: c.ModTime, SHA256: c.SHA256}
+		seenIDs[name] = ids
 		prev, ok := old.Shards[name]
 		switch {
 		case !had:
@@ -117,7 +129,11 @@ func (m *Memory) syncSeen(ctx context.Context, rs *system, reconcile bool) error
 			// Rewritten by this run (a purge): recorded as it is now.
 		default:
 			m.log.Warn("journal shard changed while hearth was stopped: reconciling the index with it", "shard", name)
-			for _, id := range prev.IDs {
+			prevIDs, err := readIDs(idsDir, name)
+			if err != nil {
+				return err
+			}
+			for _, id := range prevIDs {
 				if !present[id] {
 					gone = append(gone, id)
 				}
@@ -125,10 +141,16 @@ func (m *Memory) syncSeen(ctx context.Context, rs *system, reconcile bool) error
 			redo = append(redo, c.Records...)
 		}
 	}
-	for name, prev := range old.Shards {
+	var removed []string
+	for name := range old.Shards {
 		if _, ok := now.Shards[name]; !ok && reconcile {
 			m.log.Warn("journal shard removed while hearth was stopped: its turns leave the index", "shard", name)
-			gone = append(gone, prev.IDs...)
+			ids, err := readIDs(idsDir, name)
+			if err != nil {
+				return err
+			}
+			gone = append(gone, ids...)
+			removed = append(removed, name)
 		}
 	}
 	if reconcile && rs != nil && (len(gone) > 0 || len(redo) > 0) {
@@ -137,6 +159,14 @@ func (m *Memory) syncSeen(ctx context.Context, rs *system, reconcile bool) error
 			return fmt.Errorf("reconcile the index: %w", err)
 		}
 		m.log.Info("index reconciled with the journal", "removed", len(gone), "reindexed", len(redo))
+	}
+	for name, ids := range seenIDs {
+		if err := writeIDs(idsDir, name, ids); err != nil {
+			return err
+		}
+	}
+	for _, name := range removed {
+		os.Remove(idsPath(idsDir, name))
 	}
 	return writeSeen(path, now)
 }
@@ -152,6 +182,33 @@ func writeSeen(path string, s seenState) error {
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func idsPath(dir, shard string) string { return filepath.Join(dir, shard+".ids") }
+
+// readIDs is the record ids last seen in shard; none when never recorded.
+func readIDs(dir, shard string) ([]string, error) {
+	b, err := os.ReadFile(idsPath(dir, shard))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(b)), nil
+}
+
+// writeIDs replaces shard's record ids (0600, written whole, then renamed).
+func writeIDs(dir, shard string, ids []string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	path := idsPath(dir, shard)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(ids, "\n")), 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
