@@ -122,21 +122,31 @@ func awaitRef(ctx context.Context, conn *ipc.Conn, ref string) (ipc.Msg, error) 
 		if err != nil {
 			return nil, fmt.Errorf("connection to hearth lost: %w", err)
 		}
-		switch m := m.(type) {
-		case *ipc.Error:
-			if m.Ref == ref {
-				return nil, m
-			}
-		case *ipc.Forgotten:
-			if m.Ref == ref {
-				return m, nil
-			}
-		case *ipc.SearchResults:
-			if m.Ref == ref {
-				return m, nil
-			}
+		if refOf(m) != ref {
+			continue
 		}
+		if e, ok := m.(*ipc.Error); ok {
+			return nil, e
+		}
+		return m, nil
 	}
+}
+
+// refOf is the ref an answer carries; "" for a message that has none.
+func refOf(m ipc.Msg) string {
+	switch m := m.(type) {
+	case *ipc.Error:
+		return m.Ref
+	case *ipc.Forgotten:
+		return m.Ref
+	case *ipc.SearchResults:
+		return m.Ref
+	case *ipc.ProposalList:
+		return m.Ref
+	case *ipc.ProposalDecided:
+		return m.Ref
+	}
+	return ""
 }
 
 func hasFeature(h *ipc.History, f string) bool {

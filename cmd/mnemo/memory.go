@@ -63,7 +63,7 @@ func memoryCmd(ctx context.Context, addr string, opts ipc.DialOptions, args []st
 	if err := conn.Send(req); err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
-	m, err := awaitVault(ctx, conn, ref)
+	m, err := awaitRef(ctx, conn, ref)
 	if err != nil {
 		return err
 	}
@@ -90,30 +90,6 @@ func memoryCmd(ctx context.Context, addr string, opts ipc.DialOptions, args []st
 		}
 	}
 	return nil
-}
-
-// awaitVault returns hearth's answer to the vault request ref.
-func awaitVault(ctx context.Context, conn *ipc.Conn, ref string) (ipc.Msg, error) {
-	for {
-		m, err := conn.Recv(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("connection to hearth lost: %w", err)
-		}
-		switch m := m.(type) {
-		case *ipc.Error:
-			if m.Ref == ref {
-				return nil, m
-			}
-		case *ipc.ProposalList:
-			if m.Ref == ref {
-				return m, nil
-			}
-		case *ipc.ProposalDecided:
-			if m.Ref == ref {
-				return m, nil
-			}
-		}
-	}
 }
 
 func oneLine(s string) string {
