@@ -55,18 +55,7 @@ func (m *docMemory) Search(_ context.Context, req memory.SearchRequest) ([]memor
 func startForgetCore(t *testing.T, j *journal.Journal) (*hearth.Hearth, *docMemory) {
 	t.Helper()
 	mem := &docMemory{j: j, docs: map[string]string{}}
-	h, err := hearth.New(hearth.Config{Journal: j, Memory: mem, ShutdownGrace: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return h, mem
+	return runCore(t, hearth.Config{Journal: j, Memory: mem, ShutdownGrace: 5 * time.Second}), mem
 }
 
 // Forgetting a turn (here by a search hit's id) stores a tombstone, tells

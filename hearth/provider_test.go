@@ -53,22 +53,8 @@ func startCoreWith(t *testing.T, m hearth.Model) *hearth.Hearth {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := hearth.New(hearth.Config{Journal: j, Models: fixed{m}, ShutdownGrace: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		h.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-stopped
-		j.Close()
-	})
-	return h
+	t.Cleanup(func() { j.Close() }) // after the core stops: cleanups run last first
+	return runCore(t, hearth.Config{Journal: j, Models: fixed{m}, ShutdownGrace: 5 * time.Second})
 }
 
 // TestRetryDetailPublished: a model call being retried is told to every

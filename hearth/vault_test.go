@@ -37,18 +37,7 @@ func startVaultCore(t *testing.T) (*hearth.Hearth, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	h, err := hearth.New(hearth.Config{Journal: j, Vault: v, ShutdownGrace: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return h, dir
+	return runCore(t, hearth.Config{Journal: j, Vault: v, ShutdownGrace: 5 * time.Second}), dir
 }
 
 func noteProposal(path, typ, body string) vault.Proposal {

@@ -153,21 +153,7 @@ func startVoiceCore(t *testing.T, j *memJournal, minter hearth.VoiceMinter) *voi
 	if minter != nil {
 		cfg.Voice = minter
 	}
-	h, err := hearth.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return &voiceCore{h: h, j: j, model: m}
+	return &voiceCore{h: runCore(t, cfg), j: j, model: m}
 }
 
 // settle waits until the core has handled all it was asked.
