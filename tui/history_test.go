@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -31,26 +30,7 @@ type pagingHearth struct {
 
 func (p *pagingHearth) serve(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-	})
-	go func() {
-		defer close(done)
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer nc.Close()
-		r, w := ipc.NewReader(nc), ipc.NewWriter(nc)
-		if m, err := r.Read(); err != nil || m.Type() != ipc.TypeConnect {
-			return
-		}
+	return serveOne(t, func(r *ipc.Reader, w *ipc.Writer) {
 		w.Write(&ipc.History{Turns: p.turns[len(p.turns)-p.snapshot:], Server: "hearth/test", Protocol: ipc.ProtocolVersion, Features: p.features})
 		for {
 			m, err := r.Read()
@@ -67,8 +47,7 @@ func (p *pagingHearth) serve(t *testing.T) string {
 			w.Write(&ipc.Token{Content: "noise from a reply"}) // events interleave
 			w.Write(p.page(q))
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 func (p *pagingHearth) page(q *ipc.HistoryQuery) *ipc.HistoryPage {

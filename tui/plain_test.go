@@ -14,6 +14,26 @@ import (
 // health. It returns the address to dial.
 func healthHearth(t *testing.T, report *ipc.HealthReport) string {
 	t.Helper()
+	return serveOne(t, func(r *ipc.Reader, w *ipc.Writer) {
+		w.Write(&ipc.History{Server: "hearth/0.1.0", Protocol: ipc.ProtocolVersion, ConversationID: "main", State: ipc.StateIdle})
+		m, err := r.Read()
+		if err != nil {
+			return
+		}
+		if h, ok := m.(*ipc.Health); ok {
+			rep := *report
+			rep.Ref = h.Ref
+			w.Write(&rep)
+		}
+		r.Read() // until the client hangs up
+	})
+}
+
+// serveOne is a stand-in hearth on a loopback port for one client: after
+// the client's connect, serve speaks for hearth until it returns. It
+// returns the address to dial; the test's cleanup waits for serve.
+func serveOne(t *testing.T, serve func(r *ipc.Reader, w *ipc.Writer)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -34,17 +54,7 @@ func healthHearth(t *testing.T, report *ipc.HealthReport) string {
 		if m, err := r.Read(); err != nil || m.Type() != ipc.TypeConnect {
 			return
 		}
-		w.Write(&ipc.History{Server: "hearth/0.1.0", Protocol: ipc.ProtocolVersion, ConversationID: "main", State: ipc.StateIdle})
-		m, err := r.Read()
-		if err != nil {
-			return
-		}
-		if h, ok := m.(*ipc.Health); ok {
-			rep := *report
-			rep.Ref = h.Ref
-			w.Write(&rep)
-		}
-		r.Read() // until the client hangs up
+		serve(r, w)
 	}()
 	return ln.Addr().String()
 }
