@@ -41,6 +41,8 @@ var samples = []struct {
 	{ipc.TypeVoiceRequest, &ipc.VoiceRequest{}},
 	{ipc.TypeTranscript, &ipc.Transcript{Role: ipc.RoleUser, Text: "hi there", Ref: "t1"}},
 	{ipc.TypeStopVoice, &ipc.StopVoice{}},
+	{ipc.TypeVoiceToolCall, &ipc.VoiceToolCall{CallID: "call_1", Name: "memory_search", Arguments: `{"query":"coffee"}`, Ref: "vt1"}},
+	{ipc.TypeVoiceToolResult, &ipc.VoiceToolResult{CallID: "call_1", Output: "no memories match", IsError: true, Ref: "vt1"}},
 	{ipc.TypeDisconnect, &ipc.Disconnect{}},
 	{ipc.TypePing, &ipc.Ping{Ref: "p1"}},
 	{ipc.TypeHistory, &ipc.History{
@@ -87,7 +89,7 @@ var samples = []struct {
 	{ipc.TypeProposals, &ipc.Proposals{Ref: "v1"}},
 	{ipc.TypeProposal, &prop1},
 	{ipc.TypeProposalList, &ipc.ProposalList{Ref: "v1", Proposals: []ipc.Proposal{prop1}, More: true}},
-	{ipc.TypeProposalDecide, &ipc.ProposalDecide{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Approve: true, Ref: "v2"}},
+	{ipc.TypeProposalDecide, &ipc.ProposalDecide{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Approve: true, Content: "---\nid: x\n---\nflat white\n", Ref: "v2"}},
 	{ipc.TypeProposalDecided, &ipc.ProposalDecided{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Path: "knowledge/prefs/coffee.md", Decision: "applied",
 		Why: "approved by the owner", Commit: "4f1c2d", CommitFailed: true, By: "owner", Ref: "v2"}},
 }
@@ -99,7 +101,7 @@ var prop1 = ipc.Proposal{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Op: "create", Pa
 // added here and to samples.
 var allTypes = []string{
 	ipc.TypeConnect, ipc.TypeMessage, ipc.TypeVoiceRequest, ipc.TypeTranscript,
-	ipc.TypeStopVoice, ipc.TypeDisconnect, ipc.TypePing,
+	ipc.TypeStopVoice, ipc.TypeVoiceToolCall, ipc.TypeVoiceToolResult, ipc.TypeDisconnect, ipc.TypePing,
 	ipc.TypeHistory, ipc.TypeToken, ipc.TypeStatus, ipc.TypeTurn, ipc.TypeDone,
 	ipc.TypeToolCall, ipc.TypeToolResult, ipc.TypeVoiceCredential, ipc.TypeError, ipc.TypePong,
 	ipc.TypeCancel, ipc.TypeConfirmRequest, ipc.TypeConfirm, ipc.TypeSearch, ipc.TypeSearchResults,

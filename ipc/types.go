@@ -28,6 +28,7 @@ const (
 	TypeVoiceRequest   = "voice_request"
 	TypeTranscript     = "transcript"
 	TypeStopVoice      = "stop_voice"
+	TypeVoiceToolCall  = "voice_tool_call"
 	TypeDisconnect     = "disconnect"
 	TypePing           = "ping"
 	TypeCancel         = "cancel"
@@ -50,6 +51,7 @@ const (
 	TypeToolCall        = "tool_call"
 	TypeToolResult      = "tool_result"
 	TypeVoiceCredential = "voice_credential"
+	TypeVoiceToolResult = "voice_tool_result"
 	TypeError           = "error"
 	TypePong            = "pong"
 	TypeConfirmRequest  = "confirm_request"
@@ -177,6 +179,32 @@ type Transcript struct {
 //
 //	{"type":"stop_voice"}
 type StopVoice struct{}
+
+// VoiceToolCall asks hearth to run a tool the realtime voice model called
+// (feature "voice"): hearth runs it through the same registry,
+// permission classes, confirmation and journal as a text turn's tool
+// call, and answers with VoiceToolResult carrying the same CallID and
+// Ref. Arguments is the model's JSON arguments string, as received.
+//
+//	{"type":"voice_tool_call","call_id":"call_1","name":"memory_search","arguments":"{\"query\":\"coffee\"}","ref":"vt1"}
+type VoiceToolCall struct {
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	Ref       string `json:"ref,omitempty"`
+}
+
+// VoiceToolResult answers VoiceToolCall: Output is what the client sends the
+// provider as the call's function_call_output. IsError marks a tool that
+// failed or was refused (Output then says why, for the model).
+//
+//	{"type":"voice_tool_result","call_id":"call_1","output":"…","ref":"vt1"}
+type VoiceToolResult struct {
+	CallID  string `json:"call_id"`
+	Output  string `json:"output"`
+	IsError bool   `json:"is_error,omitempty"`
+	Ref     string `json:"ref,omitempty"`
+}
 
 // Disconnect is a clean goodbye.
 //
@@ -578,11 +606,14 @@ type ProposalList struct {
 // ProposalDecide is the owner's decision on a waiting proposal: approved,
 // it is written and committed; rejected, it is dropped. Answered by
 // ProposalDecided with Ref, after every client was sent it without.
+// Content, with Approve, is the owner's edited version of the proposal's
+// file: it is applied instead of what was proposed, authored by the owner.
 //
 //	{"type":"proposal_decide","id":"prop_01K…","approve":true,"ref":"v2"}
 type ProposalDecide struct {
 	ID      string `json:"id"`
 	Approve bool   `json:"approve"`
+	Content string `json:"content,omitempty"`
 	Ref     string `json:"ref,omitempty"`
 }
 
@@ -615,6 +646,8 @@ func (*Message) Type() string         { return TypeMessage }
 func (*VoiceRequest) Type() string    { return TypeVoiceRequest }
 func (*Transcript) Type() string      { return TypeTranscript }
 func (*StopVoice) Type() string       { return TypeStopVoice }
+func (*VoiceToolCall) Type() string   { return TypeVoiceToolCall }
+func (*VoiceToolResult) Type() string { return TypeVoiceToolResult }
 func (*Disconnect) Type() string      { return TypeDisconnect }
 func (*Ping) Type() string            { return TypePing }
 func (*History) Type() string         { return TypeHistory }
@@ -657,6 +690,10 @@ func newMsg(typ string) Msg {
 		return new(Transcript)
 	case TypeStopVoice:
 		return new(StopVoice)
+	case TypeVoiceToolCall:
+		return new(VoiceToolCall)
+	case TypeVoiceToolResult:
+		return new(VoiceToolResult)
 	case TypeDisconnect:
 		return new(Disconnect)
 	case TypePing:
