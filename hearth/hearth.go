@@ -187,6 +187,8 @@ type conversation struct {
 	settled chan struct{}
 	// voice is the mode-switch state cross-modal injection keeps.
 	voice modeState
+	// voiceCalls are the call ids of the voice tool calls running.
+	voiceCalls map[string]bool
 }
 
 // turnReq is a message or transcript waiting its turn.

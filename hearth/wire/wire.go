@@ -37,6 +37,7 @@ type Core interface {
 	Settled(ctx context.Context) error
 	RequestVoice(ctx context.Context) (hearth.VoiceCredential, error)
 	StopVoice()
+	RunVoiceTool(ctx context.Context, call hearth.VoiceToolCall) (hearth.VoiceToolResult, error)
 	Proposals(ctx context.Context) ([]vault.Proposal, error)
 	DecideProposal(ctx context.Context, id string, approve bool, by string) (hearth.ProposalOutcome, error)
 }
@@ -166,6 +167,8 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.voice()
 	case *ipc.StopVoice:
 		s.core.StopVoice()
+	case *ipc.VoiceToolCall:
+		s.voiceTool(m)
 	case *ipc.Cancel:
 		s.refuse(s.core.Cancel(m.Ref), m.Ref)
 	case *ipc.Confirm:
@@ -274,6 +277,34 @@ func (s *Session) voice() {
 		s.reply(VoiceCredential(cred))
 	})
 }
+
+// voiceTool runs a tool the client's voice model called, off the
+// caller's goroutine (a confirmation may wait minutes; the client's other
+// requests go on), and answers this client only. Close cancels it: the
+// client that would send the output is gone. The core bounds the call
+// (its tool and confirmation timeouts).
+func (s *Session) voiceTool(m *ipc.VoiceToolCall) {
+	call := hearth.VoiceToolCall{CallID: m.CallID, Name: m.Name, Arguments: m.Arguments, Ref: m.Ref}
+	s.wg.Go(func() {
+		res, err := s.core.RunVoiceTool(s.ctx, call)
+		if err != nil {
+			s.refuse(err, m.Ref)
+			return
+		}
+		s.reply(VoiceToolResult(res, m.Ref))
+	})
+}
+
+// VoiceToolResult is a voice tool call's answer on the wire, its output
+// cut to maxVoiceOutput so that it always fits a line, escaped.
+func VoiceToolResult(r hearth.VoiceToolResult, ref string) *ipc.VoiceToolResult {
+	out, _ := Cut(r.Output, maxVoiceOutput)
+	return &ipc.VoiceToolResult{CallID: r.CallID, Output: out, IsError: r.IsError, Ref: ref}
+}
+
+// maxVoiceOutput bounds a voice tool's output on the wire: the registry's
+// own bound on a result (64 KiB), so that in practice nothing is cut.
+const maxVoiceOutput = 64 << 10
 
 // VoiceCredential is a minted credential on the wire.
 func VoiceCredential(c hearth.VoiceCredential) *ipc.VoiceCredential {
