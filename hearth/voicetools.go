@@ -47,8 +47,8 @@ const maxCallID = 256
 // not JSON, a tool error, a refusal, cancellation — is a result with
 // IsError, never an error: the model reads it and carries on. The error
 // is a *Problem for a request that cannot be answered: no voice provider
-// (CodeNoVoiceProvider), no call id, the same call id already running,
-// or hearth shutting down.
+// (CodeNoVoiceProvider), no call id, the same call id already running
+// (or waiting for a confirmation under it), or hearth shutting down.
 //
 // It runs on the caller's goroutine, concurrently with any text turn in
 // flight: the conversation's turn queue never waits on it, nor it on a
@@ -68,7 +68,7 @@ func (h *Hearth) RunVoiceTool(ctx context.Context, call VoiceToolCall) (VoiceToo
 	case c.closed || h.closing:
 		h.mu.Unlock()
 		return VoiceToolResult{}, &Problem{Code: CodeShuttingDown, Message: "hearth is shutting down; the tool was not run", Ref: call.Ref}
-	case c.voiceCalls[call.CallID]:
+	case c.voiceCalls[call.CallID] || c.confirms[call.CallID] != nil:
 		h.mu.Unlock()
 		return VoiceToolResult{}, &Problem{Code: CodeBadRequest, Message: "a voice tool call with that call_id is already running", Ref: call.Ref}
 	}
