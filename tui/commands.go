@@ -29,6 +29,7 @@ var commands = []command{
 	{"/cancel", "", "stop the reply in flight (esc)"},
 	{"/tools", "", "toggle the tool panel (ctrl+t)"},
 	{"/timestamps", "", "toggle timestamps (alt+t)"},
+	{"/review", "", "review memory changes waiting for you (alt+r)"},
 	{"/voice", "", "talk (arrives with the voice issue)"},
 	{"/quit", "", "leave mnemo (ctrl+c)"},
 }
@@ -154,6 +155,8 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		m.togglePanel()
 	case "/timestamps":
 		m.stamps = !m.stamps
+	case "/review":
+		m.openReview()
 	case "/voice":
 		m.chat.notice(levelInfo, "voice arrives with the voice issue")
 	case "/quit", "/exit":

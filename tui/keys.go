@@ -13,6 +13,7 @@ import "github.com/charmbracelet/bubbles/key"
 //	ctrl+home/end    oldest / newest
 //	ctrl+t           tool panel
 //	alt+t            timestamps
+//	alt+r            review memory changes (/review)
 //	ctrl+g, f1       help
 //	ctrl+c           quit
 type keyMap struct {
@@ -21,6 +22,7 @@ type keyMap struct {
 	PageUp, PageDown, LineUp, LineDown key.Binding
 	Top, Bottom                        key.Binding
 	Tools, Stamps, Help, Quit          key.Binding
+	Review                             key.Binding
 	Yes, No                            key.Binding
 }
 
@@ -42,6 +44,7 @@ func newKeyMap() keyMap {
 		Bottom:   b([]string{"ctrl+end"}, "ctrl+end", "newest"),
 		Tools:    b([]string{"ctrl+t"}, "ctrl+t", "tools"),
 		Stamps:   b([]string{"alt+t"}, "alt+t", "timestamps"),
+		Review:   b([]string{"alt+r"}, "alt+r", "review memory"),
 		Help:     b([]string{"ctrl+g", "f1"}, "ctrl+g", "help"),
 		Quit:     b([]string{"ctrl+c"}, "ctrl+c", "quit"),
 		Yes:      b([]string{"y", "Y"}, "y", "allow"),
@@ -59,6 +62,6 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Send, k.Newline, k.History, k.Complete},
 		{k.Cancel, k.PageUp, k.PageDown, k.LineUp, k.LineDown},
-		{k.Top, k.Bottom, k.Tools, k.Stamps, k.Help, k.Quit},
+		{k.Top, k.Bottom, k.Tools, k.Stamps, k.Review, k.Help, k.Quit},
 	}
 }
