@@ -18,18 +18,18 @@ var (
 	propCreate = ipc.Proposal{
 		ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6A", Op: "create", Path: "knowledge/prefs/coffee.md",
 		Reason: "the owner said they drink flat whites", Author: "agent",
-		Why:     "the policy reviews changes to knowledge/prefs/",
-		Content: "---\ntitle: Coffee\ntype: preference\n---\nThe owner drinks flat whites.\n",
-		Sources: []ipc.ProposalSource{{Thread: "main", Turn: "01KAK3J7Y00000000000000005"}},
+		Why:       "the policy reviews changes to knowledge/prefs/",
+		Content:   "---\ntitle: Coffee\ntype: preference\n---\nThe owner drinks flat whites.\n",
+		Sources:   []ipc.ProposalSource{{Thread: "main", Turn: "01KAK3J7Y00000000000000005"}},
 		CreatedAt: epoch.Add(-10 * 60e9),
 	}
 	propUpdate = ipc.Proposal{
 		ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6B", Op: "update", Path: "knowledge/people/owner.md",
 		Reason: "the owner moved to Lisbon", Author: "agent",
-		Why:     "a change to identity is reviewed",
-		Current: "---\ntitle: The owner\ntype: person\n---\n# Home\n\nLives in Porto.\nWorks from home.\n\n# Family\n\nA sister, Ana.\n",
-		Content: "---\ntitle: The owner\ntype: person\n---\n# Home\n\nLives in Lisbon since November.\nWorks from home.\n\n# Family\n\nA sister, Ana.\n",
-		Sources: []ipc.ProposalSource{{Thread: "main", Turn: "01KAK3J7Y00000000000000007"}},
+		Why:       "a change to identity is reviewed",
+		Current:   "---\ntitle: The owner\ntype: person\n---\n# Home\n\nLives in Porto.\nWorks from home.\n\n# Family\n\nA sister, Ana.\n",
+		Content:   "---\ntitle: The owner\ntype: person\n---\n# Home\n\nLives in Lisbon since November.\nWorks from home.\n\n# Family\n\nA sister, Ana.\n",
+		Sources:   []ipc.ProposalSource{{Thread: "main", Turn: "01KAK3J7Y00000000000000007"}},
 		CreatedAt: epoch.Add(-5 * 60e9),
 	}
 )
