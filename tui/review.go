@@ -33,7 +33,14 @@ type reviewState struct {
 	deciding map[string]string
 	diffs    map[string][]diffLine // by proposal id, computed once
 	notice   *item                 // the chat's notice about changes waiting
+	// told is the proposals whose outcome the chat was told, newest
+	// last: the client that decided gets the outcome twice (as every
+	// client, then as the answer).
+	told []string
 }
+
+// maxTold bounds reviewState.told.
+const maxTold = 64
 
 // diffLine is one line of a unified diff, with what kind of line it is.
 type diffLine struct {
@@ -65,10 +72,12 @@ func (m *Model) askProposals() {
 	m.backend.Send(&ipc.Proposals{Ref: ref})
 }
 
-// reviewConnected asks a hearth that says it has a vault for the
+// reviewConnected forgets the requests of the connection before (their
+// answers are lost) and asks a hearth that says it has a vault for the
 // proposals waiting, so that the owner is told of them.
 func (m *Model) reviewConnected() {
-	if m.features["vault"] {
+	m.review.ref, m.review.deciding = "", nil
+	if m.features["vault"] || (m.overlay == overlayReview && m.supports("vault")) {
 		m.askProposals()
 	}
 }
@@ -78,6 +87,7 @@ func (m *Model) onReviewMsg(msg tea.Msg) tea.Cmd {
 	r := &m.review
 	switch msg := msg.(type) {
 	case *ipc.Proposal:
+		r.told = slices.DeleteFunc(r.told, func(id string) bool { return id == msg.ID }) // waiting again
 		if i := r.index(msg.ID); i >= 0 {
 			r.list[i] = withWhy(*msg, r.list[i])
 			delete(r.diffs, msg.ID)
@@ -159,6 +169,13 @@ func (m *Model) onProposalDecided(d *ipc.ProposalDecided) {
 			r.scroll = 0
 		}
 	}
+	if slices.Contains(r.told, d.ID) {
+		return
+	}
+	if len(r.told) == maxTold {
+		r.told = slices.Delete(r.told, 0, 1)
+	}
+	r.told = append(r.told, d.ID)
 	level, text := decidedText(d)
 	m.chat.notice(level, text)
 	if m.overlay == overlayReview {

@@ -422,3 +422,48 @@ func TestProposalDiff(t *testing.T) {
 		})
 	}
 }
+
+// The client that decides hears the outcome twice, as every client does
+// and as the answer to its request: the chat says it once.
+func TestReviewOutcomeToldOnce(t *testing.T) {
+	hs := newHarness(t, 100, 30)
+	hs.connect()
+	hs.openReview(propCreate)
+	hs.send(runes("a"))
+	d := sentOf[*ipc.ProposalDecide](hs.be)[0]
+	out := ipc.ProposalDecided{ID: d.ID, Path: propCreate.Path, Decision: "applied", Commit: "4f1c2d3e", By: "owner"}
+	withRef := out
+	withRef.Ref = d.Ref
+	hs.send(&out, &withRef, tea.KeyMsg{Type: tea.KeyEsc})
+	n := 0
+	for _, it := range hs.m.chat.items {
+		if it.kind == kindNotice && strings.Contains(it.text, "coffee.md applied") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the chat tells the outcome %d times, want once:\n%s", n, hs.screen())
+	}
+}
+
+// A reconnect loses the answers of the connection before: nothing stays
+// waiting for them, and an open panel asks again.
+func TestReviewReconnect(t *testing.T) {
+	hs := newHarness(t, 100, 30)
+	hs.connect()
+	hs.openReview(propCreate)
+	hs.send(runes("a"))
+	hs.wantScreen("deciding…")
+	hs.send(&ipc.StateChange{State: ipc.StateReconnecting, Attempt: 1})
+	hs.connect()
+	asks := sentOf[*ipc.Proposals](hs.be)
+	if len(asks) != 2 {
+		t.Fatalf("%d asks for proposals, want the panel to ask again", len(asks))
+	}
+	hs.send(&ipc.ProposalList{Ref: asks[1].Ref, Proposals: []ipc.Proposal{propCreate}})
+	hs.wantNoScreen("deciding…")
+	hs.send(runes("a"))
+	if n := len(sentOf[*ipc.ProposalDecide](hs.be)); n != 2 {
+		t.Errorf("%d decisions sent, want the second after the reconnect", n)
+	}
+}
