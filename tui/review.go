@@ -236,6 +236,7 @@ func (m *Model) reviewSendFailed(msg ipc.Msg) {
 	case *ipc.Proposals:
 		if msg.Ref == r.ref {
 			r.ref, r.err = "", "not connected to hearth"
+			m.flashErr("cannot ask for the changes waiting: not connected to hearth")
 		}
 	case *ipc.ProposalDecide:
 		delete(r.deciding, msg.ID)
