@@ -106,6 +106,9 @@ func (m *Model) onReviewMsg(msg tea.Msg) tea.Cmd {
 		fresh := false
 		list := make([]ipc.Proposal, 0, len(msg.Proposals))
 		for _, p := range msg.Proposals {
+			if slices.Contains(r.told, p.ID) {
+				continue // decided after hearth read the list
+			}
 			if i := r.index(p.ID); i >= 0 {
 				p = withWhy(p, r.list[i])
 			} else {

@@ -467,3 +467,16 @@ func TestReviewReconnect(t *testing.T) {
 		t.Errorf("%d decisions sent, want the second after the reconnect", n)
 	}
 }
+
+// A list hearth read before a decision it then announced does not bring
+// the decided proposal back.
+func TestReviewListAfterDecision(t *testing.T) {
+	hs := newHarness(t, 100, 30)
+	hs.connect()
+	hs.typeText("/review", true)
+	ask := sentOf[*ipc.Proposals](hs.be)[0]
+	hs.send(&ipc.ProposalDecided{ID: propCreate.ID, Path: propCreate.Path, Decision: "applied", Commit: "abc", By: "owner"})
+	hs.send(&ipc.ProposalList{Ref: ask.Ref, Proposals: []ipc.Proposal{propCreate, propUpdate}})
+	hs.wantScreen("review · 1 of 1")
+	hs.wantScreen("update knowledge/people/owner.md")
+}
