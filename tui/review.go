@@ -510,8 +510,11 @@ func (m *Model) reviewHeader(p ipc.Proposal, w int) []string {
 		return nil
 	}
 	r := &m.review
-	op := m.st.toolName.Render(sanitize(p.Op))
-	lines := []string{op + " " + m.st.boxTitle.Render(sanitize(p.Path))}
+	lines := m.reviewList() // names the selected one when there are several
+	if len(lines) == 0 {
+		op := m.st.toolName.Render(sanitize(p.Op))
+		lines = append(lines, op+" "+m.st.boxTitle.Render(sanitize(p.Path)))
+	}
 	meta := fmt.Sprintf("by %s · %s · %s", orDefault(sanitize(p.Author), "?"), p.CreatedAt.In(m.loc).Format("2006-01-02 15:04"), sanitize(p.ID))
 	if r.deciding[p.ID] != "" {
 		meta += " · deciding…"
@@ -541,6 +544,37 @@ func (m *Model) reviewHeader(p ipc.Proposal, w int) []string {
 		lines = append(lines, m.st.key.Render("sources")+" "+m.st.dim.Render("none given"))
 	}
 	return lines
+}
+
+// maxListRows is how many proposals the panel lists above the one shown.
+const maxListRows = 4
+
+// reviewList is the proposals waiting, one a line, the selected marked,
+// and a rule under them; nothing when there is only one.
+func (m *Model) reviewList() []string {
+	r := &m.review
+	if len(r.list) < 2 {
+		return nil
+	}
+	first := min(max(r.sel-1, 0), max(len(r.list)-maxListRows, 0))
+	var out []string
+	for i := first; i < len(r.list) && i < first+maxListRows; i++ {
+		p := r.list[i]
+		mark := "  "
+		if i == r.sel {
+			mark = m.st.key.Render("› ")
+		}
+		meta := " · " + orDefault(sanitize(p.Author), "?") + " · " + p.CreatedAt.In(m.loc).Format("01-02 15:04")
+		if r.deciding[p.ID] != "" {
+			meta += " · deciding…"
+		}
+		line := sanitize(p.Op) + " " + sanitize(p.Path)
+		if i == r.sel {
+			line = m.st.toolName.Render(sanitize(p.Op)) + " " + m.st.boxTitle.Render(sanitize(p.Path))
+		}
+		out = append(out, mark+line+m.st.dim.Render(meta))
+	}
+	return append(out, m.st.rule.Render(strings.Repeat("─", 8)))
 }
 
 // reviewView draws the panel in w × h.
@@ -588,7 +622,7 @@ func (m *Model) reviewView(w, h int) []string {
 	}
 	keys := m.st.key.Render("a") + " approve · " + m.st.key.Render("e") + " edit · " + m.st.key.Render("r") + " reject"
 	if len(r.list) > 1 {
-		keys += " · ←/→ next"
+		keys += " · ←/→ select"
 	}
 	if len(diff) > rows {
 		keys += m.st.dim.Render(fmt.Sprintf(" · ↑/↓ %d–%d of %d", r.scroll+1, end, len(diff)))

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -479,4 +480,29 @@ func TestReviewListAfterDecision(t *testing.T) {
 	hs.send(&ipc.ProposalList{Ref: ask.Ref, Proposals: []ipc.Proposal{propCreate, propUpdate}})
 	hs.wantScreen("review · 1 of 1")
 	hs.wantScreen("update knowledge/people/owner.md")
+}
+
+// Several proposals are listed above the one shown, four at most, the
+// window following the selection.
+func TestReviewListWindow(t *testing.T) {
+	var ps []ipc.Proposal
+	for i := range 6 {
+		p := propCreate
+		p.ID, p.Path = fmt.Sprintf("prop_%d", i), fmt.Sprintf("knowledge/prefs/n%d.md", i)
+		ps = append(ps, p)
+	}
+	hs := newHarness(t, 80, 24)
+	hs.connect()
+	hs.openReview(ps...)
+	hs.wantScreen("› create knowledge/prefs/n0.md")
+	hs.wantScreen("knowledge/prefs/n3.md")
+	hs.wantNoScreen("knowledge/prefs/n4.md")
+	for range 5 {
+		hs.key(tea.KeyRight)
+	}
+	hs.wantScreen("review · 6 of 6")
+	hs.wantScreen("› create knowledge/prefs/n5.md")
+	hs.wantScreen("knowledge/prefs/n2.md")
+	hs.wantNoScreen("knowledge/prefs/n1.md")
+	checkFrame(t, hs.m.View(), 80, 24)
 }
