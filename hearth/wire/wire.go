@@ -34,10 +34,11 @@ type Core interface {
 	Forget(ctx context.Context, req hearth.ForgetRequest) (hearth.ForgetResult, error)
 	History(ctx context.Context, q hearth.HistoryQuery) (hearth.HistoryPage, error)
 	Health() hearth.Health
+	ReviewProposals(ctx context.Context) ([]hearth.ProposalQueued, error)
 	Settled(ctx context.Context) error
 	RequestVoice(ctx context.Context) (hearth.VoiceCredential, error)
 	StopVoice()
-	ReviewProposals(ctx context.Context) ([]hearth.ProposalQueued, error)
+	Proposals(ctx context.Context) ([]vault.Proposal, error)
 	DecideProposal(ctx context.Context, id string, approve bool, by string) (hearth.ProposalOutcome, error)
 }
 
