@@ -25,11 +25,11 @@ var commands = []command{
 	{"/clear", "", "clear the view (hearth keeps the conversation)"},
 	{"/history", "[N]", "show the last N messages (all without N)"},
 	{"/search", "<query>", "search memory; filter with role: kind: since: until:"},
+	{"/review", "", "review memory changes waiting for you (alt+r)"},
 	{"/model", "", "show the provider and model"},
 	{"/cancel", "", "stop the reply in flight (esc)"},
 	{"/tools", "", "toggle the tool panel (ctrl+t)"},
 	{"/timestamps", "", "toggle timestamps (alt+t)"},
-	{"/review", "", "review memory changes waiting for you (alt+r)"},
 	{"/voice", "", "talk (arrives with the voice issue)"},
 	{"/quit", "", "leave mnemo (ctrl+c)"},
 }
@@ -143,6 +143,8 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		m.search = searchState{ref: ref, query: arg, waiting: true}
 		m.overlay = overlaySearch
 		m.backend.Send(req)
+	case "/review":
+		m.openReview()
 	case "/model":
 		m.chat.notice(levelInfo, m.modelLine())
 	case "/cancel":
@@ -155,8 +157,6 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		m.togglePanel()
 	case "/timestamps":
 		m.stamps = !m.stamps
-	case "/review":
-		m.openReview()
 	case "/voice":
 		m.chat.notice(levelInfo, "voice arrives with the voice issue")
 	case "/quit", "/exit":

@@ -11,9 +11,9 @@ import "github.com/charmbracelet/bubbles/key"
 //	esc              cancel the reply in flight; close a panel; jump to the end
 //	pgup / pgdown    scroll a page; shift+up / shift+down a line; mouse wheel
 //	ctrl+home/end    oldest / newest
+//	alt+r            review memory changes (/review)
 //	ctrl+t           tool panel
 //	alt+t            timestamps
-//	alt+r            review memory changes (/review)
 //	ctrl+g, f1       help
 //	ctrl+c           quit
 type keyMap struct {
@@ -61,7 +61,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Send, k.Newline, k.History, k.Complete},
-		{k.Cancel, k.PageUp, k.PageDown, k.LineUp, k.LineDown},
-		{k.Top, k.Bottom, k.Tools, k.Stamps, k.Review, k.Help, k.Quit},
+		{k.Cancel, k.PageUp, k.PageDown, k.LineUp, k.LineDown, k.Review},
+		{k.Top, k.Bottom, k.Tools, k.Stamps, k.Help, k.Quit},
 	}
 }

@@ -25,6 +25,9 @@ type Config struct {
 	Backend Backend
 	Addr    string // hearth's address, for messages
 	Local   bool   // hearth is expected on this machine: say how to start it
+	// Editor is the command that edits a proposed memory change;
+	// default $VISUAL, $EDITOR, vi.
+	Editor string
 
 	// Markdown is the glamour standard style: "dark", "light", "notty"…
 	// Never "auto": detect the background before the program starts.
@@ -41,10 +44,6 @@ type Config struct {
 
 	NewRef func() string // refs of requests; default random
 	Log    *slog.Logger
-
-	// Editor is the command that edits a proposed memory change;
-	// default $VISUAL, $EDITOR, vi.
-	Editor string
 }
 
 // How long transient status messages stay, and when they start to fade.
@@ -523,6 +522,9 @@ func (m *Model) onKey(k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Bottom):
 		m.chat.toBottom()
 		return nil
+	case key.Matches(k, m.keys.Review):
+		m.openReview()
+		return nil
 	case key.Matches(k, m.keys.Tools):
 		m.togglePanel()
 		return nil
@@ -531,9 +533,6 @@ func (m *Model) onKey(k tea.KeyMsg) tea.Cmd {
 		return nil
 	case key.Matches(k, m.keys.Help):
 		m.overlay = overlayHelp
-		return nil
-	case key.Matches(k, m.keys.Review):
-		m.openReview()
 		return nil
 	case k.Type == tea.KeyUp && m.in.onFirstRow():
 		if m.in.older() {
@@ -847,10 +846,10 @@ func (m *Model) onConnected(h *ipc.History) {
 		kept = append(kept, p)
 	}
 	m.pending = kept
+	m.reviewConnected()
 	for _, p := range m.pending {
 		m.transmit(p)
 	}
-	m.reviewConnected()
 
 	if !first {
 		m.conn.resynced = m.now()
