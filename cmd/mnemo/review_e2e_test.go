@@ -65,9 +65,6 @@ func TestTUIReviewsProposals(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "knowledge", "prefs", "tea.md")); !os.IsNotExist(err) {
 		t.Errorf("the rejected note was written: %v", err)
 	}
-	if r := runMnemo(t, d.Addr, token, "", "memory", "list"); r.code != 0 || !strings.Contains(r.stdout, "no proposals wait") {
-		t.Errorf("mnemo memory list after: %v", r)
-	}
 
 	tm.keys(pane, "Escape")
 	tm.waitText(pane, "I'll ask you to confirm.")
