@@ -506,3 +506,18 @@ func TestReviewListWindow(t *testing.T) {
 	hs.wantNoScreen("knowledge/prefs/n1.md")
 	checkFrame(t, hs.m.View(), 80, 24)
 }
+
+// The panel fits any window the UI draws in, down to the smallest.
+func TestReviewFitsSmallWindows(t *testing.T) {
+	for _, size := range [][2]int{{20, 6}, {40, 12}, {60, 16}, {80, 24}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			hs := newHarness(t, size[0], size[1])
+			hs.connect()
+			hs.openReview(propUpdate, propCreate)
+			checkFrame(t, hs.m.View(), size[0], size[1])
+			hs.key(tea.KeyEnd)
+			hs.key(tea.KeyRight)
+			checkFrame(t, hs.m.View(), size[0], size[1])
+		})
+	}
+}
