@@ -1,6 +1,8 @@
 package audio
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -13,10 +15,42 @@ const (
 	// for Hold after, so the agent never hears (and interrupts) itself;
 	// BargeIn opens the mic anyway.
 	HalfDuplex Mode = iota
-	// FullDuplex passes every frame: headphones, or an echo canceller
-	// upstream of the mic.
+	// FullDuplex passes every frame: headphones.
 	FullDuplex
+	// EchoCancel passes every frame, like FullDuplex, because an echo
+	// canceller upstream of the mic removes the speaker from it: the
+	// system's (PulseAudio/PipeWire module-echo-cancel, scripts/echo-cancel.sh)
+	// as the input and output devices. The device layer opens those
+	// devices in this mode; the user can interrupt by just speaking.
+	EchoCancel
 )
+
+// String is the mode's name in configuration and the UI: "half",
+// "headphones", "echo-cancel".
+func (m Mode) String() string {
+	switch m {
+	case FullDuplex:
+		return "headphones"
+	case EchoCancel:
+		return "echo-cancel"
+	}
+	return "half"
+}
+
+// ParseMode reads a mode's name as String writes it; "full" and
+// "full-duplex" are accepted for headphones, "aec" for echo-cancel, ""
+// is HalfDuplex.
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "half", "half-duplex":
+		return HalfDuplex, nil
+	case "headphones", "full", "full-duplex":
+		return FullDuplex, nil
+	case "echo-cancel", "aec", "echocancel":
+		return EchoCancel, nil
+	}
+	return HalfDuplex, fmt.Errorf("audio: unknown echo mode %q (half, headphones, echo-cancel)", s)
+}
 
 // DefaultHold is how long the mic stays gated after playback stops: the
 // device's output latency plus the room's echo tail.
@@ -84,7 +118,7 @@ func NewGate(cfg GateConfig) *Gate {
 	return &Gate{mode: cfg.Mode, hold: cfg.Hold, now: cfg.Now}
 }
 
-// SetMode switches between half and full duplex.
+// SetMode switches the mode; a switch takes effect for the next frame.
 func (g *Gate) SetMode(m Mode) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -150,7 +184,7 @@ func (g *Gate) State() GateState {
 
 func (g *Gate) stateLocked() GateState {
 	switch {
-	case g.mode == FullDuplex:
+	case g.mode == FullDuplex || g.mode == EchoCancel:
 		return Listening
 	case g.playing && g.override:
 		return BargedIn

@@ -98,6 +98,27 @@ func TestGate(t *testing.T) {
 			},
 			passed: 3, dropped: 1,
 		},
+		{
+			name: "echo-cancel passes while the agent plays",
+			ops: []op{
+				{do: "aec", state: Listening},
+				{do: "play", state: Listening},
+				{do: "wait", d: time.Second, state: Listening},
+				{do: "stop", state: Listening},
+				{do: "half", state: Holding},
+				{do: "wait", d: 300 * time.Millisecond, state: Listening},
+			},
+			passed: 5, dropped: 1,
+		},
+		{
+			name: "switching to echo-cancel mid-reply opens the mic",
+			ops: []op{
+				{do: "play", state: Gated},
+				{do: "aec", state: Listening},
+				{do: "stop", state: Listening},
+			},
+			passed: 2, dropped: 1,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,6 +138,8 @@ func TestGate(t *testing.T) {
 						g.SetMode(FullDuplex)
 					case "half":
 						g.SetMode(HalfDuplex)
+					case "aec":
+						g.SetMode(EchoCancel)
 					}
 					if got := g.State(); got != o.state {
 						t.Fatalf("op %d (%s): state %v, want %v", i, o.do, got, o.state)
@@ -148,4 +171,31 @@ func TestGateCustomHold(t *testing.T) {
 			t.Fatal("gated after a 50 ms hold")
 		}
 	})
+}
+
+func TestParseMode(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Mode
+		wantErr bool
+	}{
+		{"", HalfDuplex, false},
+		{"half", HalfDuplex, false},
+		{"headphones", FullDuplex, false},
+		{"Full-Duplex", FullDuplex, false},
+		{"echo-cancel", EchoCancel, false},
+		{" aec ", EchoCancel, false},
+		{"speaker", HalfDuplex, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseMode(tt.in)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("ParseMode(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+		if err == nil {
+			if back, _ := ParseMode(got.String()); back != got {
+				t.Errorf("ParseMode(%v.String()) = %v", got, back)
+			}
+		}
+	}
 }
