@@ -5,8 +5,10 @@ package audio
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,11 +25,36 @@ func pactl(t *testing.T, args ...string) string {
 	return string(bytes.TrimSpace(out))
 }
 
-// loadModule loads a PulseAudio module for the test's lifetime.
-func loadModule(t *testing.T, args ...string) {
+// loadModule loads a PulseAudio module for the test's lifetime and
+// returns its index.
+func loadModule(t *testing.T, args ...string) string {
 	t.Helper()
 	idx := pactl(t, append([]string{"load-module"}, args...)...)
 	t.Cleanup(func() { exec.Command("pactl", "unload-module", idx).Run() })
+	return idx
+}
+
+// setModuleVolume sets the volume of the sink inputs a module owns (a
+// module-loopback's: how loud the room carries the speaker to the mic).
+func setModuleVolume(t *testing.T, module, vol string) {
+	t.Helper()
+	var inputs []struct {
+		Index int    `json:"index"`
+		Owner string `json:"owner_module"`
+	}
+	if err := json.Unmarshal([]byte(pactl(t, "--format=json", "list", "sink-inputs")), &inputs); err != nil {
+		t.Fatalf("pactl list sink-inputs: %v", err)
+	}
+	n := 0
+	for _, in := range inputs {
+		if in.Owner == module {
+			pactl(t, "set-sink-input-volume", strconv.Itoa(in.Index), vol)
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("module %s owns no sink input", module)
+	}
 }
 
 // useDefaults makes sink and source PulseAudio's defaults (what PortAudio

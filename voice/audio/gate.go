@@ -17,11 +17,12 @@ const (
 	HalfDuplex Mode = iota
 	// FullDuplex passes every frame: headphones.
 	FullDuplex
-	// EchoCancel passes every frame, like FullDuplex, because an echo
+	// EchoCancel passes frames while the agent plays, because an echo
 	// canceller upstream of the mic removes the speaker from it: the
-	// system's (PulseAudio/PipeWire module-echo-cancel, scripts/echo-cancel.sh)
-	// as the input and output devices. The device layer opens those
-	// devices in this mode; the user can interrupt by just speaking.
+	// system's (PulseAudio/PipeWire module-echo-cancel, made the default
+	// devices by scripts/echo-cancel.sh). The user interrupts by just
+	// speaking, from Onset into a reply: the canceller needs that long to
+	// converge when a reply starts from silence.
 	EchoCancel
 )
 
@@ -52,6 +53,12 @@ func ParseMode(s string) (Mode, error) {
 	return HalfDuplex, fmt.Errorf("audio: unknown echo mode %q (half, headphones, echo-cancel)", s)
 }
 
+// DefaultOnset is how long, in EchoCancel mode, the mic stays gated when
+// a reply starts from silence: the system canceller lets the first 150 ms
+// or so of a reply through almost whole (-24 dBFS of a -21 dBFS voice,
+// measured on these machines) before it converges again.
+const DefaultOnset = 300 * time.Millisecond
+
 // DefaultHold is how long the mic stays gated after playback stops: the
 // device's output latency plus the room's echo tail.
 const DefaultHold = 300 * time.Millisecond
@@ -78,15 +85,18 @@ func (s GateState) String() string {
 	return "listening"
 }
 
-// GateConfig configures a Gate. Zero values mean HalfDuplex, DefaultHold
-// and time.Now.
+// GateConfig configures a Gate. Zero values mean HalfDuplex, DefaultHold,
+// DefaultOnset and time.Now.
 type GateConfig struct {
 	Mode Mode
 	Hold time.Duration
-	Now  func() time.Time
+	// Onset is EchoCancel's gate at the start of each reply; negative
+	// means none.
+	Onset time.Duration
+	Now   func() time.Time
 }
 
-// Gate is the half-duplex state machine. The Player reports playback
+// Gate is the half-duplex state machine (and EchoCancel's onset gate). The Player reports playback
 // starting and stopping (SetPlaying); Capture asks Pass for every frame.
 // Safe for concurrent use.
 //
@@ -99,7 +109,9 @@ type Gate struct {
 	mu       sync.Mutex
 	mode     Mode
 	hold     time.Duration
+	onset    time.Duration
 	now      func() time.Time
+	started  time.Time // playback last started from silence
 	playing  bool
 	override bool
 	until    time.Time // end of the hold after playback stopped
@@ -112,10 +124,13 @@ func NewGate(cfg GateConfig) *Gate {
 	if cfg.Hold <= 0 {
 		cfg.Hold = DefaultHold
 	}
+	if cfg.Onset == 0 {
+		cfg.Onset = DefaultOnset
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Gate{mode: cfg.Mode, hold: cfg.Hold, now: cfg.Now}
+	return &Gate{mode: cfg.Mode, hold: cfg.Hold, onset: max(0, cfg.Onset), now: cfg.Now}
 }
 
 // SetMode switches the mode; a switch takes effect for the next frame.
@@ -143,6 +158,7 @@ func (g *Gate) SetPlaying(playing bool) {
 	g.playing = playing
 	if playing {
 		g.override = false
+		g.started = g.now()
 		return
 	}
 	if g.override {
@@ -184,7 +200,12 @@ func (g *Gate) State() GateState {
 
 func (g *Gate) stateLocked() GateState {
 	switch {
-	case g.mode == FullDuplex || g.mode == EchoCancel:
+	case g.mode == FullDuplex:
+		return Listening
+	case g.mode == EchoCancel:
+		if g.playing && !g.override && g.now().Before(g.started.Add(g.onset)) {
+			return Gated
+		}
 		return Listening
 	case g.playing && g.override:
 		return BargedIn

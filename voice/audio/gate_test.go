@@ -99,25 +99,39 @@ func TestGate(t *testing.T) {
 			passed: 3, dropped: 1,
 		},
 		{
-			name: "echo-cancel passes while the agent plays",
+			name: "echo-cancel gates a reply's onset, then passes while the agent plays",
 			ops: []op{
 				{do: "aec", state: Listening},
-				{do: "play", state: Listening},
+				{do: "play", state: Gated},
+				{do: "wait", d: 299 * time.Millisecond, state: Gated},
+				{do: "wait", d: time.Millisecond, state: Listening},
 				{do: "wait", d: time.Second, state: Listening},
 				{do: "stop", state: Listening},
 				{do: "half", state: Holding},
 				{do: "wait", d: 300 * time.Millisecond, state: Listening},
 			},
-			passed: 5, dropped: 1,
+			passed: 5, dropped: 3,
 		},
 		{
-			name: "switching to echo-cancel mid-reply opens the mic",
+			name: "barge-in opens echo-cancel's onset",
+			ops: []op{
+				{do: "aec", state: Listening},
+				{do: "play", state: Gated},
+				{do: "barge", state: Listening},
+				{do: "stop", state: Listening},
+				{do: "play", state: Gated},
+			},
+			passed: 3, dropped: 2,
+		},
+		{
+			name: "switching to echo-cancel mid-reply opens the mic after the onset",
 			ops: []op{
 				{do: "play", state: Gated},
+				{do: "wait", d: 300 * time.Millisecond, state: Gated},
 				{do: "aec", state: Listening},
 				{do: "stop", state: Listening},
 			},
-			passed: 2, dropped: 1,
+			passed: 2, dropped: 2,
 		},
 	}
 	for _, tt := range tests {
@@ -169,6 +183,16 @@ func TestGateCustomHold(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		if !g.Pass() {
 			t.Fatal("gated after a 50 ms hold")
+		}
+	})
+}
+
+func TestGateNoOnset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(GateConfig{Mode: EchoCancel, Onset: -1})
+		g.SetPlaying(true)
+		if !g.Pass() {
+			t.Fatal("gated at the onset with Onset < 0")
 		}
 	})
 }
