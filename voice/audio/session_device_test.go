@@ -94,12 +94,17 @@ func TestSessionOnDevice(t *testing.T) {
 			t.Logf("player %+v; device %+v; mic frames sent %d, pump queue max %d; capture %+v; loudest mic frame sent while the agent played %.1f dBFS",
 				d.p.Stats(), d.st.Stats(), sends, maxQueue, d.c.Stats(), echo)
 			if tt.mode == HalfDuplex {
-				lag, score := locate(got[from:], ref, SampleRate/10)
+				lag, _ := locate(got[from:], ref, SampleRate/10)
 				latency := time.Duration(lag) * time.Second / SampleRate
-				t.Logf("reply on the speaker: score %.4f, heard %v after its first delta arrived (device output latency %v, recorder 10 ms)",
-					score, latency, d.st.OutputLatency())
-				if score < 0.999 {
-					t.Errorf("the reply on the speaker matches what the stand-in sent with score %.4f", score)
+				// Sample for sample, in 50 ms pieces: a device underflow
+				// on a loaded machine inserts a gap, not other audio.
+				scores, gap := follow(got, ref, from+lag, SampleRate/20, SampleRate/5)
+				t.Logf("reply on the speaker, heard %v after its first delta arrived (device output latency %v, recorder 10 ms); gaps %v; pieces %.4f",
+					latency, d.st.OutputLatency(), time.Duration(gap)*time.Second/SampleRate, scores)
+				for i, sc := range scores {
+					if sc < 0.999 {
+						t.Errorf("piece %d of the reply on the speaker is not what the stand-in sent (score %.4f)", i, sc)
+					}
 				}
 				if latency > 500*time.Millisecond {
 					t.Errorf("reply heard %v after it arrived", latency)
@@ -148,7 +153,9 @@ func TestSessionBargeInOnDevice(t *testing.T) {
 	d.mu.Lock()
 	flushAt, heardMS := flushRec, d.flushed
 	d.mu.Unlock()
-	got := rec.wait(t, flushAt+SampleRate/2)
+	// Half a second after the flush: the answer to "wait, stop" comes
+	// only after the VAD's 500 ms of silence that ends the user's words.
+	got := rec.wait(t, flushAt+SampleRate/2)[:flushAt+SampleRate/2]
 
 	// The reply is a ramp that never rests at zero for long: the last
 	// sample of it in the recording is where the speaker fell silent.
@@ -157,31 +164,46 @@ func TestSessionBargeInOnDevice(t *testing.T) {
 		t.Fatalf("the reply's start is not on the speaker (score %.4f)", score)
 	}
 	start := from + lag
-	last := start
-	for i := start; i < len(got); i++ {
-		if got[i] != 0 {
-			last = i
+	last := lastSound(got, start)
+	tail := time.Duration(max(0, last-flushAt)) * time.Second / SampleRate
+	// Underflow gaps are zeros: count the reply's samples, not the time.
+	var content int
+	for _, v := range got[start : last+1] {
+		if v != 0 {
+			content++
 		}
 	}
-	tail := time.Duration(max(0, last-flushAt)) * time.Second / SampleRate
-	playedMS := (last - start + 1) * 1000 / SampleRate
+	playedMS := content * 1000 / SampleRate
 	truncs := srv.Truncates()
-	t.Logf("barge-in: speaker silent %v after the flush; %d ms of the reply on the speaker, truncate %v (heard %d ms at the flush); device output latency %v; player %+v",
-		tail, playedMS, truncs, heardMS, d.st.OutputLatency(), d.p.Stats())
+	t.Logf("barge-in: speaker silent %v after the flush; %d ms of the reply on the speaker (%d handed to the device), truncate %v (heard %d ms at the flush); device output latency %v; player %+v",
+		tail, playedMS, d.p.Stats().Played*1000/SampleRate, truncs, heardMS, d.st.OutputLatency(), d.p.Stats())
 	if tail > 100*time.Millisecond {
 		t.Errorf("the speaker kept sounding %v after barge-in, want under 100 ms", tail)
 	}
 	if len(truncs) != 1 || truncs[0] != heardMS {
 		t.Fatalf("truncates %v, want [%d]", truncs, heardMS)
 	}
-	// What the server is told was heard is what the speaker played, within
-	// a buffer or two (the device's reported latency is an estimate).
-	if diff := playedMS - heardMS; diff < -60 || diff > 60 {
+	// What the server is told was heard is what the speaker played, to a
+	// buffer: the device plays out what it was handed.
+	if diff := playedMS - heardMS; diff < -20 || diff > 20 {
 		t.Errorf("truncated at %d ms but %d ms of the reply reached the speaker", heardMS, playedMS)
 	}
-	if n := last - start + 1; n > 0 {
-		if _, score := locate(got[start:start+n], replyRamp(n), SampleRate/10); score < 0.999 {
-			t.Errorf("the part of the reply played is not what the stand-in sent (score %.4f)", score)
+	scores, _ := follow(got[:last+1], replyRamp(content), start, SampleRate/20, SampleRate/5)
+	for i, sc := range scores[:len(scores)-1] { // the last piece may be cut by the flush
+		if sc < 0.999 {
+			t.Errorf("piece %d of the reply played is not what the stand-in sent (score %.4f)", i, sc)
 		}
 	}
+}
+
+// lastSound is the index of the last non-zero sample of rec from start
+// on (start if there is none).
+func lastSound(rec []int16, start int) int {
+	last := start
+	for i := start; i < len(rec); i++ {
+		if rec[i] != 0 {
+			last = i
+		}
+	}
+	return last
 }

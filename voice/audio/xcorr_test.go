@@ -225,3 +225,74 @@ func TestLocate(t *testing.T) {
 		})
 	}
 }
+
+// follow checks that ref is in rec from start on, in order, seg samples
+// at a time: each piece is looked for at every lag up to slack past where
+// the previous one ended, since a loaded machine's device underflows
+// insert gaps. It returns each piece's score (1 = sample for sample, up to
+// gain) and the total gap in samples.
+func follow(rec, ref []int16, start, seg, slack int) (scores []float64, gap int) {
+	pos := start
+	for i := 0; i < len(ref); i += seg {
+		piece := ref[i:min(len(ref), i+seg)]
+		end := min(len(rec), pos+len(piece)+slack)
+		if pos >= end-len(piece)+1 {
+			scores = append(scores, 0)
+			continue
+		}
+		lag, score := crossCorrelate(rec[pos:end], piece)
+		scores = append(scores, score)
+		if lag < 0 {
+			continue
+		}
+		gap += lag
+		pos += lag + len(piece)
+	}
+	return scores, gap
+}
+
+func TestFollow(t *testing.T) {
+	ref := chirp(6000, 300, 3000, 0.5)
+	tests := []struct {
+		name    string
+		gapAt   []int // where a 480-sample gap is inserted
+		wantGap int
+		lose    bool // the end is cut
+	}{
+		{"gapless", nil, 0, false},
+		{"two gaps", []int{1200, 3600}, 960, false},
+		{"cut short", nil, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := make([]int16, 300)
+			prev := 0
+			for _, at := range append(tt.gapAt, len(ref)) {
+				rec = append(rec, ref[prev:at]...)
+				if at < len(ref) {
+					rec = append(rec, make([]int16, 480)...)
+				}
+				prev = at
+			}
+			if tt.lose {
+				rec = rec[:len(rec)-1500]
+			}
+			scores, gap := follow(rec, ref, 300, 1200, 600)
+			bad := 0
+			for _, s := range scores {
+				if s < 0.999 {
+					bad++
+				}
+			}
+			if tt.lose {
+				if bad == 0 {
+					t.Errorf("a cut recording passed: %v", scores)
+				}
+				return
+			}
+			if bad != 0 || gap != tt.wantGap {
+				t.Errorf("scores %v gap %d, want all whole and gap %d", scores, gap, tt.wantGap)
+			}
+		})
+	}
+}
