@@ -4,6 +4,7 @@ package audio
 
 import (
 	"bytes"
+	"net/http"
 	"os/exec"
 	"sync"
 	"testing"
@@ -35,8 +36,9 @@ type testDesk struct {
 	flushAt  time.Time // barge-in flushed playback
 	flushed  int       // ms heard at the flush (the truncate sent)
 	onFlush  func()    // called right after the flush, locked
-	onFirst  func()    // called when the first reply delta arrives, locked
-	voice    []int16   // if set, played in place of the reply audio (see speak)
+	onFirst  func()    // called when the first delta of each reply arrives, locked
+	lastResp string
+	voice    []int16 // if set, played in place of the reply audio (see speak)
 	sends    []time.Duration
 	maxQueue int     // frames waiting in Capture when the pump took one
 	echoRMS  float64 // loudest frame sent while the agent played, dBFS
@@ -58,9 +60,14 @@ func (d *testDesk) speak(n int) []byte {
 }
 
 // openDesk dials the stand-in and opens the default devices in mode.
-func openDesk(t *testing.T, srv *voicetest.Server, mode Mode) *testDesk {
+func openDesk(t testing.TB, srv *voicetest.Server, mode Mode) *testDesk {
+	return openDeskWith(t, &voicetest.Credentials{Server: srv}, srv.HTTPClient(), mode)
+}
+
+// openDeskWith dials with creds over client and opens the default devices.
+func openDeskWith(t testing.TB, creds voice.Credentials, client *http.Client, mode Mode) *testDesk {
 	t.Helper()
-	s, err := voice.Dial(t.Context(), &voicetest.Credentials{Server: srv}, voice.Options{HTTPClient: srv.HTTPClient()})
+	s, err := voice.Dial(t.Context(), creds, voice.Options{HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +128,9 @@ func (d *testDesk) handle(ev voice.Event) {
 		d.mu.Lock()
 		if d.firstAt.IsZero() {
 			d.firstAt = time.Now()
+		}
+		if ev.ResponseID != d.lastResp {
+			d.lastResp = ev.ResponseID
 			if d.onFirst != nil {
 				d.onFirst()
 			}
@@ -166,7 +176,7 @@ func (d *testDesk) handle(ev voice.Event) {
 
 // await blocks until cond (called with the desk locked) holds, or fails
 // the test after limit: the stand-in answers in well under that.
-func (d *testDesk) await(t *testing.T, what string, limit time.Duration, cond func() bool) {
+func (d *testDesk) await(t testing.TB, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
 	timer := time.AfterFunc(limit, func() {
 		d.mu.Lock()
@@ -190,7 +200,7 @@ func (d *testDesk) await(t *testing.T, what string, limit time.Duration, cond fu
 
 // say plays speech into the mic sink, as a user at the desk, and returns
 // when it has been played.
-func say(t *testing.T, pcm []int16) {
+func say(t testing.TB, pcm []int16) {
 	t.Helper()
 	cmd := exec.Command("pacat", "--playback", "--device=mic", "--rate=24000", "--channels=1",
 		"--format=s16le", "--raw", "--latency-msec=20")

@@ -15,7 +15,7 @@ import (
 
 // needAudio skips without a sound server, unless MNEMO_AUDIO_REQUIRED is
 // set (make test-audio sets it: there a missing server is a failure).
-func needAudio(t *testing.T) {
+func needAudio(t testing.TB) {
 	t.Helper()
 	if os.Getenv("PULSE_SERVER") != "" {
 		return
@@ -56,7 +56,7 @@ type recorder struct {
 	done bool
 }
 
-func record(t *testing.T, name string, args ...string) *recorder {
+func record(t testing.TB, name string, args ...string) *recorder {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	stdout, err := cmd.StdoutPipe()
@@ -106,7 +106,7 @@ func record(t *testing.T, name string, args ...string) *recorder {
 }
 
 // wait blocks until at least n samples are recorded and returns a copy.
-func (r *recorder) wait(t *testing.T, n int) []int16 {
+func (r *recorder) wait(t testing.TB, n int) []int16 {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
