@@ -73,7 +73,16 @@ func openDeskWith(t testing.TB, creds voice.Credentials, client *http.Client, mo
 	}
 	d := &testDesk{s: s, g: NewGate(GateConfig{Mode: mode}), echoRMS: MinDBFS}
 	d.cond = sync.NewCond(&d.mu)
-	d.p = NewPlayer(PlayerConfig{Gate: d.g})
+	// Playback starting and stopping wakes await; the Player calls this
+	// locked, and await's conditions ask the Player with the desk locked,
+	// so the wake-up takes the desk's lock on its own goroutine.
+	d.p = NewPlayer(PlayerConfig{Gate: d.g, OnPlaying: func(bool) {
+		go func() {
+			d.mu.Lock()
+			d.cond.Broadcast()
+			d.mu.Unlock()
+		}()
+	}})
 	d.c = NewCapture(CaptureConfig{Gate: d.g})
 	d.st, err = OpenStreams(t.Context(), DeviceConfig{}, d.c, d.p)
 	if err != nil {

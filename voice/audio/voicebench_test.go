@@ -147,7 +147,9 @@ func BenchmarkVoiceSession(b *testing.B) {
 	probe := replyRamp(SampleRate / 10)
 	var heard, barge []time.Duration
 	start, cpu0 := time.Now(), cpuTime()
+	turns := 0
 	for turn := 1; time.Since(start) < session; turn++ {
+		turns = turn
 		d.mu.Lock()
 		replies, flushes := len(d.done), d.flushAt
 		firstRec = 0
@@ -178,6 +180,9 @@ func BenchmarkVoiceSession(b *testing.B) {
 		d.await(b, "the reply to end", 20*time.Second, func() bool { return len(d.done) >= want && !d.p.Playing() })
 	}
 	wall, cpu := time.Since(start), cpuTime()-cpu0
+	if len(heard) == 0 || len(barge) == 0 {
+		b.Fatalf("%d turns in %v: %d replies heard, %d barge-ins measured", turns, wall, len(heard), len(barge))
+	}
 	d.mu.Lock()
 	sends, maxQueue := slices.Clone(d.sends), d.maxQueue
 	d.mu.Unlock()
@@ -200,4 +205,30 @@ func BenchmarkVoiceSession(b *testing.B) {
 	b.Logf("%v session: %d mic frames sent (p50 %v, p99 %v, max %v; queue max %d); replies heard after %v (each %v; device output latency %v); barge-in silent after %v; CPU %v (%.2f%% of a core); player %+v; device %+v",
 		wall.Round(time.Millisecond), len(sends), pct(sends, 0.5), pct(sends, 0.99), slices.Max(sends), maxQueue,
 		mean(heard), heard, d.st.OutputLatency(), barge, cpu, 100*cpu.Seconds()/wall.Seconds(), ps, ds)
+}
+
+// BenchmarkVoiceDevicesIdle is the device layer's share of
+// BenchmarkVoiceSession's CPU: both streams open for 10 s, playing and
+// capturing silence, nothing else (the wait is the measurement window,
+// not a synchronisation).
+func BenchmarkVoiceDevicesIdle(b *testing.B) {
+	needAudio(b)
+	c := NewCapture(CaptureConfig{})
+	p := NewPlayer(PlayerConfig{})
+	go func() {
+		for range c.Frames() {
+		}
+	}()
+	st, err := OpenStreams(b.Context(), DeviceConfig{}, c, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const window = 10 * time.Second
+	start, cpu0 := time.Now(), cpuTime()
+	time.Sleep(window)
+	wall, cpu := time.Since(start), cpuTime()-cpu0
+	st.Close()
+	c.Close()
+	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "cpu_%")
+	b.Logf("both streams idle for %v: CPU %v (%.2f%% of a core); capture %+v; device %+v", wall.Round(time.Millisecond), cpu, 100*cpu.Seconds()/wall.Seconds(), c.Stats(), st.Stats())
 }
