@@ -26,10 +26,10 @@ WORDVEC_SRC := $(filter-out %_test.go,$(wildcard memory/embed/wordvec/*.go memor
 all: build
 
 # The client gets voice (build tag portaudio, cgo) when PortAudio's
-# development files are installed; hearth never needs it.
+# development files and a C compiler are installed; hearth never needs it.
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/hearth ./cmd/hearth
-	@if pkg-config --exists portaudio-2.0 2>/dev/null; then \
+	@if pkg-config --exists portaudio-2.0 2>/dev/null && [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then \
 		echo "$(GO) build -tags portaudio ... ./cmd/mnemo"; \
 		$(GO) build -tags portaudio -ldflags '$(LDFLAGS)' -o $(BIN)/mnemo ./cmd/mnemo; \
 	else \
@@ -94,8 +94,9 @@ test: deps vet
 test-audio:
 	GO=$(GO) MNEMO_AUDIO_REQUIRED=1 scripts/audio-test.sh $(AUDIO_FLAGS)
 
-# Voice measurements on the devices (bench/voice): the paths mnemo adds
-# latency to, barge-in to silence, CPU of a 30 s session, underruns.
+# Voice measurements on the devices (voice/audio/voicebench_test.go): the
+# paths mnemo adds latency to, barge-in to silence, CPU of a 30 s session,
+# underruns; and the speexdsp canceller's cost per frame.
 bench-voice:
 	GO=$(GO) MNEMO_AUDIO_REQUIRED=1 MNEMO_AUDIO_RACE= scripts/audio-test.sh -run '^$$' -bench 'Voice|Speex' -v $(AUDIO_FLAGS)
 
