@@ -125,20 +125,28 @@ func TestSessionOnDevice(t *testing.T) {
 func TestSessionBargeInOnDevice(t *testing.T) {
 	needAudio(t)
 	user := speech(t, "en-us", "Hello there.")
-	stop := speech(t, "en-us", "Wait, stop.")
+	stop := speech(t, "en-us", "Stop.")
 	const replyMS = 4000
 	rec := record(t, "parec", "--device=spk.monitor", "--rate=24000", "--channels=1",
 		"--format=s16le", "--raw", "--latency-msec=10")
 	rec.wait(t, 1)
 	srv := voicetest.Start(t, voicetest.Options{Turns: []voicetest.Turn{
 		{User: "hello", Reply: voicetest.Reply{Transcript: "one two three four five six seven eight nine ten", AudioMS: replyMS}},
-		{User: "wait stop", Reply: voicetest.Reply{Transcript: "Sure.", AudioMS: 300}},
+		{User: "stop", Reply: voicetest.Reply{Transcript: "Sure.", AudioMS: 300}},
 	}})
 	d := openDesk(t, srv, FullDuplex)
-	var firstRec, flushRec int
+	var firstRec, flushRec, heardMS int
 	d.mu.Lock()
-	d.onFirst = func() { firstRec = rec.len() }
-	d.onFlush = func() { flushRec = rec.len() }
+	d.onFirst = func() {
+		if firstRec == 0 {
+			firstRec = rec.len()
+		}
+	}
+	d.onFlush = func() { // the first barge-in; the answer to "stop" may get one too
+		if flushRec == 0 {
+			flushRec, heardMS = rec.len(), d.flushed
+		}
+	}
 	d.mu.Unlock()
 	d.await(t, "session.updated", 10*time.Second, func() bool { return d.ready })
 
@@ -151,9 +159,9 @@ func TestSessionBargeInOnDevice(t *testing.T) {
 	say(t, stop)
 	d.await(t, "barge-in", 10*time.Second, func() bool { return !d.flushAt.IsZero() })
 	d.mu.Lock()
-	flushAt, heardMS := flushRec, d.flushed
+	flushAt := flushRec
 	d.mu.Unlock()
-	// Half a second after the flush: the answer to "wait, stop" comes
+	// Half a second after the flush: the answer to "stop" comes
 	// only after the VAD's 500 ms of silence that ends the user's words.
 	got := rec.wait(t, flushAt+SampleRate/2)[:flushAt+SampleRate/2]
 
@@ -180,8 +188,8 @@ func TestSessionBargeInOnDevice(t *testing.T) {
 	if tail > 100*time.Millisecond {
 		t.Errorf("the speaker kept sounding %v after barge-in, want under 100 ms", tail)
 	}
-	if len(truncs) != 1 || truncs[0] != heardMS {
-		t.Fatalf("truncates %v, want [%d]", truncs, heardMS)
+	if len(truncs) == 0 || truncs[0] != heardMS {
+		t.Fatalf("truncates %v, want [%d] first", truncs, heardMS)
 	}
 	// What the server is told was heard is what the speaker played, to a
 	// buffer: the device plays out what it was handed.
