@@ -66,7 +66,7 @@ func TestSessionOnDevice(t *testing.T) {
 			ref := replyRamp(samples(replyMS))
 			var firstRec int
 			d.mu.Lock()
-			d.onFirst = func() { firstRec = rec.len() }
+			d.onFirst = func() { firstRec = rec.at(time.Now()) }
 			if tt.mode == EchoCancel {
 				d.voice = agent
 			}
@@ -94,7 +94,10 @@ func TestSessionOnDevice(t *testing.T) {
 			t.Logf("player %+v; device %+v; mic frames sent %d, pump queue max %d; capture %+v; loudest mic frame sent while the agent played %.1f dBFS",
 				d.p.Stats(), d.st.Stats(), sends, maxQueue, d.c.Stats(), echo)
 			if tt.mode == HalfDuplex {
-				lag, _ := locate(got[from:], ref, SampleRate/10)
+				// Nothing else plays: the ramp's second sample is the first
+				// sound (a locate probe can miss a start cut by an underflow
+				// gap and find the ramp's next period).
+				lag := max(0, firstSound(got[from:])-1)
 				latency := time.Duration(lag) * time.Second / SampleRate
 				// Sample for sample, once the silence is squeezed out: a
 				// device underflow on a loaded machine inserts a gap of
@@ -139,12 +142,12 @@ func TestSessionBargeInOnDevice(t *testing.T) {
 	d.mu.Lock()
 	d.onFirst = func() {
 		if firstRec == 0 {
-			firstRec = rec.len()
+			firstRec = rec.at(time.Now())
 		}
 	}
 	d.onFlush = func() { // the first barge-in; the answer to "stop" may get one too
 		if flushRec == 0 {
-			flushRec, heardMS = rec.len(), d.flushed
+			flushRec, heardMS = rec.at(time.Now()), d.flushed
 		}
 	}
 	d.mu.Unlock()
@@ -167,11 +170,7 @@ func TestSessionBargeInOnDevice(t *testing.T) {
 
 	// The reply is a ramp that never rests at zero for long: the last
 	// sample of it in the recording is where the speaker fell silent.
-	lag, score := locate(got[from:], replyRamp(SampleRate/10), SampleRate/10)
-	if score < 0.999 {
-		t.Fatalf("the reply's start is not on the speaker (score %.4f)", score)
-	}
-	start := from + lag
+	start := from + max(0, firstSound(got[from:])-1)
 	last := lastSound(got, start)
 	tail := time.Duration(max(0, last-flushAt)) * time.Second / SampleRate
 	// Underflow gaps are zeros: count the reply's samples, not the time.
@@ -212,4 +211,15 @@ func lastSound(rec []int16, start int) int {
 		}
 	}
 	return last
+}
+
+// firstSound is the index of the first non-zero sample of rec (len(rec)
+// if none).
+func firstSound(rec []int16) int {
+	for i, v := range rec {
+		if v != 0 {
+			return i
+		}
+	}
+	return len(rec)
 }

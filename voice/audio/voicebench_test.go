@@ -138,8 +138,8 @@ func BenchmarkVoiceSession(b *testing.B) {
 	d := openDeskWith(b, creds, http.DefaultClient, FullDuplex)
 	var firstRec, flushRec int
 	d.mu.Lock()
-	d.onFirst = func() { firstRec = rec.len() }
-	d.onFlush = func() { flushRec = rec.len() }
+	d.onFirst = func() { firstRec = rec.at(time.Now()) }
+	d.onFlush = func() { flushRec = rec.at(time.Now()) }
 	d.mu.Unlock()
 	d.await(b, "session.updated", 10*time.Second, func() bool { return d.ready })
 
