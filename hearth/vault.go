@@ -219,7 +219,6 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not write the memory; details are in hearth's log"}
 	}
 	h.knowledge(ctx, res.Paths)
-	h.knowledge(ctx, res.Paths)
 	h.publish(&ProposalDecided{ProposalOutcome: out, By: by})
 	return out, nil
 }
