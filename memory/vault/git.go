@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -70,9 +71,25 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 	if err != nil {
 		return fail(fmt.Errorf("read HEAD: %w", err))
 	}
-	changes, err := stage(repo, dir, paths)
-	if err != nil {
-		return fail(err)
+	// With .git a directory (a memory root's), objects are written loose
+	// and the index as raw entries (gitindex.go); a gitdir link, or an
+	// index version not handled there, goes through go-git.
+	put := storerPut(repo.Storer)
+	var changes map[string]change
+	gitDir := filepath.Join(dir, git.GitDirName)
+	if st, err := os.Lstat(gitDir); err == nil && st.IsDir() {
+		put = func(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) { return writeLoose(gitDir, typ, data) }
+		changes, err = stageRaw(gitDir, dir, paths, put)
+		if errors.Is(err, errIndexVersion) {
+			changes, err = nil, nil
+		} else if err != nil {
+			return fail(err)
+		}
+	}
+	if changes == nil {
+		if changes, err = stage(repo, dir, paths, put); err != nil {
+			return fail(err)
+		}
 	}
 	parent, err := repo.CommitObject(head.Hash())
 	if err != nil {
@@ -82,7 +99,7 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 	if err != nil {
 		return fail(fmt.Errorf("read HEAD tree: %w", err))
 	}
-	tree, _, err := writeTree(repo.Storer, base, changes)
+	tree, _, err := writeTree(repo.Storer, put, base, changes)
 	if err != nil {
 		return fail(fmt.Errorf("write tree: %w", err))
 	}
@@ -97,11 +114,11 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 		TreeHash:     tree,
 		ParentHashes: []plumbing.Hash{head.Hash()},
 	}
-	obj := repo.Storer.NewEncodedObject()
+	obj := &plumbing.MemoryObject{}
 	if err := c.Encode(obj); err != nil {
 		return fail(fmt.Errorf("commit: %w", err))
 	}
-	hash, err := repo.Storer.SetEncodedObject(obj)
+	hash, err := putObject(put, obj)
 	if err != nil {
 		return fail(fmt.Errorf("commit: %w", err))
 	}
@@ -125,7 +142,7 @@ type change struct {
 // Worktree.Commit re-reads the index and rewrites every tree; this writes
 // only the trees on the changed paths, and commits only those paths, not
 // what the owner may have staged.
-func writeTree(s storer.EncodedObjectStorer, t *object.Tree, changes map[string]change) (plumbing.Hash, bool, error) {
+func writeTree(s storer.EncodedObjectStorer, put putFunc, t *object.Tree, changes map[string]change) (plumbing.Hash, bool, error) {
 	entries := make(map[string]object.TreeEntry)
 	if t != nil {
 		for _, e := range t.Entries {
@@ -156,7 +173,7 @@ func writeTree(s storer.EncodedObjectStorer, t *object.Tree, changes map[string]
 				return plumbing.ZeroHash, false, err
 			}
 		}
-		h, empty, err := writeTree(s, child, ch)
+		h, empty, err := writeTree(s, put, child, ch)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
@@ -181,19 +198,116 @@ func writeTree(s storer.EncodedObjectStorer, t *object.Tree, changes map[string]
 		return e.Name
 	}
 	slices.SortFunc(list, func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) })
-	obj := s.NewEncodedObject()
+	obj := &plumbing.MemoryObject{}
 	if err := (&object.Tree{Entries: list}).Encode(obj); err != nil {
 		return plumbing.ZeroHash, false, err
 	}
-	h, err := s.SetEncodedObject(obj)
+	h, err := putObject(put, obj)
 	return h, false, err
+}
+
+// putFunc stores an object's content and returns its hash.
+type putFunc func(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error)
+
+// storerPut stores objects through go-git's storer.
+func storerPut(s storer.EncodedObjectStorer) putFunc {
+	return func(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+		obj := s.NewEncodedObject()
+		obj.SetType(typ)
+		obj.SetSize(int64(len(data)))
+		w, err := obj.Writer()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if _, err := w.Write(data); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if err := w.Close(); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		return s.SetEncodedObject(obj)
+	}
+}
+
+// putObject stores an encoded object through put.
+func putObject(put putFunc, obj *plumbing.MemoryObject) (plumbing.Hash, error) {
+	r, err := obj.Reader()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return put(obj.Type(), data)
+}
+
+// stageRaw is stage over the raw index of the repository at gitDir: each
+// file's blob is stored through put and its entry set; a missing file's
+// entries are removed. Only the changed entries are built; the others are
+// copied as they were read.
+func stageRaw(gitDir, dir string, paths []string, put putFunc) (map[string]change, error) {
+	idx, err := readIndexFile(gitDir)
+	if err != nil {
+		if errors.Is(err, errIndexVersion) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("read the git index: %w", err)
+	}
+	changes := make(map[string]change, len(paths))
+	for _, p := range paths {
+		fi, b, err := readStaged(dir, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			idx.remove(p)
+			changes[p] = change{del: true}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		mode, err := filemode.NewFromOSFileMode(fi.Mode())
+		if err != nil {
+			return nil, fmt.Errorf("stage %s: %w", p, err)
+		}
+		h, err := put(plumbing.BlobObject, b)
+		if err != nil {
+			return nil, fmt.Errorf("stage %s: store: %w", p, err)
+		}
+		idx.set(newEntry(p, h, mode, int64(len(b)), fi.ModTime()))
+		changes[p] = change{hash: h, mode: mode}
+	}
+	if err := writeIndexFile(gitDir, idx); err != nil {
+		return nil, fmt.Errorf("write the git index: %w", err)
+	}
+	return changes, nil
+}
+
+// readStaged reads the regular file p of dir; fs.ErrNotExist when it is
+// gone.
+func readStaged(dir, p string) (fs.FileInfo, []byte, error) {
+	full := filepath.Join(dir, filepath.FromSlash(p))
+	fi, err := os.Lstat(full)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, err
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("stage %s: %w", p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("stage %s: not a regular file", p)
+	}
+	b, err := os.ReadFile(full)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stage %s: %w", p, err)
+	}
+	return fi, b, nil
 }
 
 // stage updates the index for paths in one pass: each file's blob is
 // stored and its entry set; a missing file's entry is removed. go-git's
 // Worktree.Add reads and rewrites the whole index per path, which costs
 // tens of milliseconds per path in a vault of thousands of notes.
-func stage(repo *git.Repository, dir string, paths []string) (map[string]change, error) {
+func stage(repo *git.Repository, dir string, paths []string, put putFunc) (map[string]change, error) {
 	idx, err := repo.Storer.Index()
 	if err != nil {
 		return nil, fmt.Errorf("read the git index: %w", err)
@@ -218,20 +332,7 @@ func stage(repo *git.Repository, dir string, paths []string) (map[string]change,
 		if err != nil {
 			return nil, fmt.Errorf("stage %s: %w", p, err)
 		}
-		obj := repo.Storer.NewEncodedObject()
-		obj.SetType(plumbing.BlobObject)
-		obj.SetSize(int64(len(b)))
-		w, err := obj.Writer()
-		if err != nil {
-			return nil, fmt.Errorf("stage %s: %w", p, err)
-		}
-		if _, err := w.Write(b); err != nil {
-			return nil, fmt.Errorf("stage %s: %w", p, err)
-		}
-		if err := w.Close(); err != nil {
-			return nil, fmt.Errorf("stage %s: %w", p, err)
-		}
-		h, err := repo.Storer.SetEncodedObject(obj)
+		h, err := put(plumbing.BlobObject, b)
 		if err != nil {
 			return nil, fmt.Errorf("stage %s: store: %w", p, err)
 		}
