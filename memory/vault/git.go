@@ -78,7 +78,9 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 	var changes map[string]change
 	gitDir := filepath.Join(dir, git.GitDirName)
 	if st, err := os.Lstat(gitDir); err == nil && st.IsDir() {
-		put = func(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) { return writeLoose(gitDir, typ, data) }
+		put = func(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+			return writeLoose(gitDir, typ, data)
+		}
 		changes, err = stageRaw(gitDir, dir, paths, put)
 		if errors.Is(err, errIndexVersion) {
 			changes, err = nil, nil
