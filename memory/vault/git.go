@@ -78,9 +78,7 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 	var changes map[string]change
 	gitDir := filepath.Join(dir, git.GitDirName)
 	if st, err := os.Lstat(gitDir); err == nil && st.IsDir() {
-		put = func(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
-			return writeLoose(gitDir, typ, data)
-		}
+		put = (&looseWriter{gitDir: gitDir}).put
 		changes, err = stageRaw(gitDir, dir, paths, put)
 		if errors.Is(err, errIndexVersion) {
 			changes, err = nil, nil
@@ -257,10 +255,11 @@ func stageRaw(gitDir, dir string, paths []string, put putFunc) (map[string]chang
 		return nil, fmt.Errorf("read the git index: %w", err)
 	}
 	changes := make(map[string]change, len(paths))
+	entries := make(map[string]*rawEntry, len(paths))
 	for _, p := range paths {
 		fi, b, err := readStaged(dir, p)
 		if errors.Is(err, fs.ErrNotExist) {
-			idx.remove(p)
+			entries[p] = nil
 			changes[p] = change{del: true}
 			continue
 		}
@@ -275,9 +274,11 @@ func stageRaw(gitDir, dir string, paths []string, put putFunc) (map[string]chang
 		if err != nil {
 			return nil, fmt.Errorf("stage %s: store: %w", p, err)
 		}
-		idx.set(newEntry(p, h, mode, int64(len(b)), fi.ModTime()))
+		e := newEntry(p, h, mode, int64(len(b)), fi.ModTime())
+		entries[p] = &e
 		changes[p] = change{hash: h, mode: mode}
 	}
+	idx.update(entries)
 	if err := writeIndexFile(gitDir, idx); err != nil {
 		return nil, fmt.Errorf("write the git index: %w", err)
 	}

@@ -131,19 +131,46 @@ func compareEntries(a, b rawEntry) int {
 
 // set makes e the only entry of its name (a merge's stages included).
 func (x *rawIndex) set(e rawEntry) {
-	x.remove(e.name)
-	i, _ := slices.BinarySearchFunc(x.entries, e, compareEntries)
-	x.entries = slices.Insert(x.entries, i, e)
+	x.update(map[string]*rawEntry{e.name: &e})
 }
 
 // remove drops every entry of name.
 func (x *rawIndex) remove(name string) {
-	i, _ := slices.BinarySearchFunc(x.entries, rawEntry{name: name}, compareEntries)
-	j := i
-	for j < len(x.entries) && x.entries[j].name == name {
-		j++
+	x.update(map[string]*rawEntry{name: nil})
+}
+
+// update makes each entry of changes the only one of its name, or drops
+// every entry of a name mapped to nil, in one pass over the index.
+func (x *rawIndex) update(changes map[string]*rawEntry) {
+	if len(changes) == 0 {
+		return
 	}
-	x.entries = slices.Delete(x.entries, i, j)
+	kept := x.entries[:0]
+	for _, e := range x.entries {
+		if _, ok := changes[e.name]; !ok {
+			kept = append(kept, e)
+		}
+	}
+	added := make([]rawEntry, 0, len(changes))
+	for _, e := range changes {
+		if e != nil {
+			added = append(added, *e)
+		}
+	}
+	slices.SortFunc(added, compareEntries)
+	// Merge the two sorted lists.
+	out := make([]rawEntry, 0, len(kept)+len(added))
+	i, j := 0, 0
+	for i < len(kept) || j < len(added) {
+		if j == len(added) || (i < len(kept) && compareEntries(kept[i], added[j]) < 0) {
+			out = append(out, kept[i])
+			i++
+		} else {
+			out = append(out, added[j])
+			j++
+		}
+	}
+	x.entries = out
 }
 
 // bytes is the index file: header, entries, checksum.
@@ -212,12 +239,20 @@ func writeIndexFile(gitDir string, x *rawIndex) error {
 	return os.Rename(tmp.Name(), filepath.Join(gitDir, "index"))
 }
 
-// writeLoose stores an object as a loose object of the repository at
-// gitDir and returns its hash; one already stored loose is not written
-// again. It compresses for speed rather than size (zlib level 1, as git's
-// core.looseCompression=1): a tree of 10,000 notes is ~400 KB, and the
-// default level costs tens of milliseconds a commit. git gc packs them.
-func writeLoose(gitDir string, typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+// looseWriter writes loose objects into the repository at gitDir,
+// reusing one compressor (each costs hundreds of kilobytes to make).
+type looseWriter struct {
+	gitDir string
+	zw     *zlib.Writer
+}
+
+// put stores an object as a loose object and returns its hash; one already
+// stored loose is not written again. It compresses for speed rather than
+// size (zlib level 1, as git's core.looseCompression=1): a tree of 10,000
+// notes is ~400 KB, and the default level costs tens of milliseconds a
+// commit. git gc packs them.
+func (lw *looseWriter) put(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	gitDir := lw.gitDir
 	h := plumbing.ComputeHash(typ, data)
 	hx := h.String()
 	dir := filepath.Join(gitDir, "objects", hx[:2])
@@ -238,10 +273,14 @@ func writeLoose(gitDir string, typ plumbing.ObjectType, data []byte) (plumbing.H
 			os.Remove(f.Name())
 		}
 	}()
-	zw, err := zlib.NewWriterLevel(f, zlib.BestSpeed)
-	if err != nil {
-		return h, err
+	if lw.zw == nil {
+		if lw.zw, err = zlib.NewWriterLevel(f, zlib.BestSpeed); err != nil {
+			return h, err
+		}
+	} else {
+		lw.zw.Reset(f)
 	}
+	zw := lw.zw
 	fmt.Fprintf(zw, "%s %d\x00", typ, len(data))
 	if _, err := zw.Write(data); err != nil {
 		return h, err
