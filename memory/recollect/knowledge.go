@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -161,10 +162,17 @@ func isHeading(line string) bool {
 	return ok
 }
 
+// noteConfidence is a knowledge document's confidence as its note gives
+// it: the salience it is stored as is a float32, rounded back to the
+// thousandths a note's confidence is written in (0.7, not 0.699999988).
+func noteConfidence(d recall.Doc) float64 {
+	return math.Round(float64(d.Salience)*1000) / 1000
+}
+
 // noteHit is a knowledge document as a search hit.
 func noteHit(d recall.Doc, score float64) memory.Hit {
 	h := memory.Hit{ID: d.ID, Kind: memory.KindKnowledge, Text: d.Text, TS: d.TS, Score: score,
-		Path: d.Channel, Status: d.Role, Confidence: float64(d.Salience)}
+		Path: d.Channel, Status: d.Role, Confidence: noteConfidence(d)}
 	first, _, _ := strings.Cut(d.Text, "\n")
 	if hd, ok := heading(first); ok {
 		h.Heading = hd

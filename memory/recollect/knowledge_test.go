@@ -100,6 +100,8 @@ func TestKnowledgeSearch(t *testing.T) {
 			[]string{"knowledge/people/ana-old.md § Home"}},
 		{"confidence floor", memory.SearchRequest{Query: "Lisbon", K: 10, MinConfidence: 0.5},
 			[]string{"knowledge/people/ana.md § Home"}},
+		{"confidence floor met exactly", memory.SearchRequest{Query: "Lisbon", K: 10, MinConfidence: 0.9},
+			[]string{"knowledge/people/ana.md § Home"}},
 		{"turns only leave notes out", memory.SearchRequest{Query: "Lisbon", K: 10, Kinds: []string{memory.KindTurn}}, nil},
 		{"text before the first heading", memory.SearchRequest{Query: "owner Ana", K: 1, Kinds: []string{memory.KindKnowledge}},
 			[]string{"knowledge/people/ana.md § "}},
@@ -112,7 +114,7 @@ func TestKnowledgeSearch(t *testing.T) {
 			}
 			var got []string
 			for _, h := range hits {
-				if h.Kind != memory.KindKnowledge || !strings.HasPrefix(h.ID, "note:") || h.Status == "" || h.Confidence == 0 {
+				if h.Kind != memory.KindKnowledge || !strings.HasPrefix(h.ID, "note:") || h.Status == "" || (h.Confidence != 0.9 && h.Confidence != 0.3 && h.Confidence != 0.8) {
 					t.Errorf("hit %+v: want a knowledge hit with its note's id, status and confidence", h)
 				}
 				got = append(got, h.Path+" § "+h.Heading)

@@ -223,7 +223,7 @@ func (rs *system) search(ctx context.Context, req memory.SearchRequest) ([]memor
 	for _, h := range hits {
 		d := h.Doc
 		if d.Kind == recall.KindKnowledge {
-			if float64(d.Salience) < req.MinConfidence {
+			if noteConfidence(d) < req.MinConfidence {
 				continue
 			}
 			out = append(out, noteHit(d, h.Score))
