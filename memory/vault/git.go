@@ -143,20 +143,27 @@ type change struct {
 // only the trees on the changed paths, and commits only those paths, not
 // what the owner may have staged.
 func writeTree(s storer.EncodedObjectStorer, put putFunc, t *object.Tree, changes map[string]change) (plumbing.Hash, bool, error) {
-	entries := make(map[string]object.TreeEntry)
+	var base []object.TreeEntry // in git's order, as the tree holds them
 	if t != nil {
-		for _, e := range t.Entries {
-			entries[e.Name] = e
-		}
+		base = t.Entries
 	}
+	lookup := func(name string) (object.TreeEntry, bool) {
+		for _, e := range base {
+			if e.Name == name {
+				return e, true
+			}
+		}
+		return object.TreeEntry{}, false
+	}
+	set := make(map[string]*object.TreeEntry) // the entries changed here; nil: removed
 	sub := make(map[string]map[string]change)
 	for p, c := range changes {
 		first, rest, nested := strings.Cut(p, "/")
 		if !nested {
 			if c.del {
-				delete(entries, first)
+				set[first] = nil
 			} else {
-				entries[first] = object.TreeEntry{Name: first, Mode: c.mode, Hash: c.hash}
+				set[first] = &object.TreeEntry{Name: first, Mode: c.mode, Hash: c.hash}
 			}
 			continue
 		}
@@ -167,7 +174,7 @@ func writeTree(s storer.EncodedObjectStorer, put putFunc, t *object.Tree, change
 	}
 	for name, ch := range sub {
 		var child *object.Tree
-		if e, ok := entries[name]; ok && e.Mode == filemode.Dir {
+		if e, ok := lookup(name); ok && e.Mode == filemode.Dir {
 			var err error
 			if child, err = object.GetTree(s, e.Hash); err != nil {
 				return plumbing.ZeroHash, false, err
@@ -178,17 +185,10 @@ func writeTree(s storer.EncodedObjectStorer, put putFunc, t *object.Tree, change
 			return plumbing.ZeroHash, false, err
 		}
 		if empty {
-			delete(entries, name)
+			set[name] = nil
 		} else {
-			entries[name] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
+			set[name] = &object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
 		}
-	}
-	if len(entries) == 0 {
-		return plumbing.ZeroHash, true, nil
-	}
-	list := make([]object.TreeEntry, 0, len(entries))
-	for _, e := range entries {
-		list = append(list, e)
 	}
 	// git's order: by name, a directory compared as if it ended in '/'.
 	key := func(e object.TreeEntry) string {
@@ -197,7 +197,35 @@ func writeTree(s storer.EncodedObjectStorer, put putFunc, t *object.Tree, change
 		}
 		return e.Name
 	}
-	slices.SortFunc(list, func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) })
+	cmpEntries := func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) }
+	// The entries no change touches keep their order; the changed ones
+	// are merged in, so a folder of 10,000 notes is not sorted again.
+	kept := make([]object.TreeEntry, 0, len(base))
+	for _, e := range base {
+		if _, changed := set[e.Name]; !changed {
+			kept = append(kept, e)
+		}
+	}
+	var added []object.TreeEntry
+	for _, e := range set {
+		if e != nil {
+			added = append(added, *e)
+		}
+	}
+	slices.SortFunc(added, cmpEntries)
+	list := make([]object.TreeEntry, 0, len(kept)+len(added))
+	for i, j := 0, 0; i < len(kept) || j < len(added); {
+		if j == len(added) || (i < len(kept) && cmpEntries(kept[i], added[j]) < 0) {
+			list = append(list, kept[i])
+			i++
+		} else {
+			list = append(list, added[j])
+			j++
+		}
+	}
+	if len(list) == 0 {
+		return plumbing.ZeroHash, true, nil
+	}
 	obj := &plumbing.MemoryObject{}
 	if err := (&object.Tree{Entries: list}).Encode(obj); err != nil {
 		return plumbing.ZeroHash, false, err

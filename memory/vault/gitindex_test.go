@@ -150,3 +150,31 @@ func FuzzParseIndex(f *testing.F) {
 		}
 	})
 }
+
+// TestLooseObject: an object written loose has the id git gives it, reads
+// back through go-git, is the owner's only, and is not written twice.
+func TestLooseObject(t *testing.T) {
+	dir := newRoot(t)
+	lw := &looseWriter{gitDir: filepath.Join(dir, ".git")}
+	for _, data := range [][]byte{nil, []byte("hello\n"), bytes.Repeat([]byte("note "), 100_000)} {
+		h, err := lw.put(plumbing.BlobObject, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := plumbing.ComputeHash(plumbing.BlobObject, data); h != want {
+			t.Fatalf("id %s, want %s", h, want)
+		}
+		path := filepath.Join(dir, ".git", "objects", h.String()[:2], h.String()[2:])
+		st, err := os.Stat(path)
+		if err != nil || st.Mode().Perm() != 0o400 {
+			t.Fatalf("object file: %v, %v", st, err)
+		}
+		if _, err := lw.put(plumbing.BlobObject, data); err != nil {
+			t.Fatalf("written again: %v", err)
+		}
+		run := gitRunner(t, dir)
+		if got := run("cat-file", "-p", h.String()); got != string(data) {
+			t.Errorf("git reads %d bytes, want %d", len(got), len(data))
+		}
+	}
+}
