@@ -16,9 +16,9 @@ import (
 	"github.com/mnemo/mnemo/memory/embed/wordvec"
 	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/recall/embedded"
-	"github.com/mnemo/mnemo/memory/vault"
 	"github.com/mnemo/mnemo/memory/recall/qdrant"
 	"github.com/mnemo/mnemo/memory/recall/qdrant/qdranttest"
+	"github.com/mnemo/mnemo/memory/vault"
 )
 
 func TestRetryPolicyDelay(t *testing.T) {
