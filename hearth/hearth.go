@@ -96,6 +96,9 @@ type Config struct {
 	// Vault is the readable memory agent and owner write (Propose); nil:
 	// none.
 	Vault Vault
+	// ToolCatalog keeps knowledge/system/tool_catalog.md in the Vault
+	// written from Tools while Run runs (see RefreshToolCatalog).
+	ToolCatalog bool
 
 	HistoryTurns   int           // records in a snapshot; default 50
 	ContextTurns   int           // most records sent to the model, within the budget; default 100
@@ -155,6 +158,8 @@ type Hearth struct {
 	// uncommitted are vault writes whose git commit failed, retried
 	// before the next vault write; guarded by commitMu.
 	uncommitted []uncommitted
+	// catalog keeps the tool catalog; nil when Config.ToolCatalog is off.
+	catalog *catalog
 
 	mu      sync.Mutex
 	subs    map[*Subscription]struct{}
@@ -187,6 +192,8 @@ type conversation struct {
 	settled chan struct{}
 	// voice is the mode-switch state cross-modal injection keeps.
 	voice modeState
+	// voiceCalls are the call ids of the voice tool calls running.
+	voiceCalls map[string]bool
 }
 
 // turnReq is a message or transcript waiting its turn.
@@ -230,6 +237,10 @@ func New(cfg Config) (*Hearth, error) {
 	if cfg.Models != nil {
 		h.conv.current, _ = cfg.Models.Resolve()
 	}
+	if cfg.ToolCatalog && cfg.Vault != nil && cfg.Tools != nil {
+		h.catalog = &catalog{raw: cfg.Tools, wake: make(chan struct{}, 1)}
+		h.cfg.Tools = observedTools{Tools: cfg.Tools, cat: h.catalog}
+	}
 	return h, nil
 }
 
@@ -247,7 +258,9 @@ func (h *Hearth) Run(ctx context.Context) error {
 	})
 	defer stop()
 
+	catalogDone := h.startCatalog(ctx)
 	h.converse(ctx, turnCtx, h.conv)
+	catalogDone()
 	h.log.Info("shutting down")
 
 	h.mu.Lock()
