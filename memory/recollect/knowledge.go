@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mnemo/mnemo/memory"
@@ -93,9 +94,10 @@ func noteDocID(noteID string, n int) string { return fmt.Sprintf("note:%s#%d", n
 // noteDocs are the documents a note becomes: one per non-empty section of
 // its body (a long one cut in pieces, each opening with the section's
 // heading line), kind knowledge, with the note's status as role, its path
-// as channel and its confidence as salience. The note's title and tags
-// are retrieval context.
-func noteDocs(p string, n *vault.Note) []recall.Doc {
+// as channel and its confidence as salience, said when it was last
+// updated (or created; else modified, the file's time). The note's title
+// and tags are retrieval context.
+func noteDocs(p string, n *vault.Note, modified time.Time) []recall.Doc {
 	status := string(n.Status)
 	if status == "" {
 		status = memory.StatusActive
@@ -103,6 +105,9 @@ func noteDocs(p string, n *vault.Note) []recall.Doc {
 	ts := n.UpdatedAt
 	if ts.IsZero() {
 		ts = n.CreatedAt
+	}
+	if ts.IsZero() {
+		ts = modified
 	}
 	base := recall.Doc{Kind: recall.KindKnowledge, Role: status, Mode: memory.ModeText, Channel: p, TS: ts,
 		Salience: float32(min(max(n.Confidence, 0), 1)),
@@ -362,7 +367,11 @@ func (k *knowledge) update(ctx context.Context, paths []string) (changed, remove
 				"id", n.ID, "indexed", k.byID[n.ID], "skipped", p)
 			now.ID = "-" + h
 		default:
-			nd = noteDocs(p, n)
+			var modified time.Time
+			if fi, err := os.Stat(filepath.Join(k.root, filepath.FromSlash(p))); err == nil {
+				modified = fi.ModTime()
+			}
+			nd = noteDocs(p, n, modified)
 			now.ID, now.Docs = n.ID, len(nd)
 		}
 		if had {

@@ -114,8 +114,8 @@ func TestKnowledgeSearch(t *testing.T) {
 			}
 			var got []string
 			for _, h := range hits {
-				if h.Kind != memory.KindKnowledge || !strings.HasPrefix(h.ID, "note:") || h.Status == "" || (h.Confidence != 0.9 && h.Confidence != 0.3 && h.Confidence != 0.8) {
-					t.Errorf("hit %+v: want a knowledge hit with its note's id, status and confidence", h)
+				if h.Kind != memory.KindKnowledge || !strings.HasPrefix(h.ID, "note:") || h.Status == "" || (h.Confidence != 0.9 && h.Confidence != 0.3 && h.Confidence != 0.8) || h.TS.IsZero() {
+					t.Errorf("hit %+v: want a knowledge hit with its note's id, status, confidence and a time (the file's, for a note without dates)", h)
 				}
 				got = append(got, h.Path+" § "+h.Heading)
 			}
