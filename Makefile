@@ -21,7 +21,7 @@ WINK_SRI    := sha512-SN/Ar/UzotWhkJiSQ+WUN/L+UCKvNU1sYgUlFzJv5QpC2qg14txpGafTxV
 VECTORS     := $(VECTORS_DIR)/wink-sg100-100k.bin
 WORDVEC_SRC := $(filter-out %_test.go,$(wildcard memory/embed/wordvec/*.go memory/embed/wordvec/cmd/mkvectors/*.go))
 
-.PHONY: all build run voice-deps test test-audio bench-voice deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale fuzz clean
+.PHONY: all build run voice-deps test test-audio bench-voice deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale bench-vault fuzz clean
 
 all: build
 
@@ -120,6 +120,12 @@ bench-recall: vectors
 # Synthetic journal at 10k/100k/1M turns (~2 min, ~1 GB RSS at 1M).
 bench-recall-scale: vectors
 	$(GO) run ./bench/cmd/scale -vectors $(VECTORS) $(SCALE_FLAGS)
+
+# The vault at 10 and 10,000 notes: one auto-applied write (file, commit,
+# ledger; with recall's reindex in memory/recollect), search and list p95.
+bench-vault:
+	$(GO) test -run '^$$' -bench 'BenchmarkApply' -benchtime 200x -timeout 30m ./memory/vault/
+	$(GO) test -run '^$$' -bench 'BenchmarkVault' -benchtime 200x -timeout 30m ./memory/recollect/
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

@@ -251,6 +251,7 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 		h.log.Error("vault: apply", "proposal", p.ID, "err", err)
 		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not write the memory; details are in hearth's log"}
 	}
+	h.knowledge(ctx, res.Paths)
 	h.publish(&ProposalDecided{ProposalOutcome: out, By: by})
 	return out, nil
 }
@@ -290,6 +291,7 @@ func (h *Hearth) ownerEditsLocked(ctx context.Context) {
 	if len(res.Paths) > 0 {
 		h.log.Info("vault: committed the owner's edits", "files", len(res.Paths), "commit", res.Commit)
 	}
+	h.knowledge(ctx, res.Paths)
 	for _, e := range malformed {
 		h.log.Warn("vault: a note the owner edited does not parse; kept as written", "err", e)
 	}

@@ -185,7 +185,7 @@ func orDefault(s, d string) string {
 }
 
 // searchUsage explains /search's filters.
-const searchUsage = "usage: /search [role:user,agent,tool] [kind:turn|tool] [since:YYYY-MM-DD] [until:YYYY-MM-DD] <query>"
+const searchUsage = "usage: /search [role:user,agent,tool] [kind:turn|tool|knowledge] [since:YYYY-MM-DD] [until:YYYY-MM-DD] <query>"
 
 // parseSearch reads /search's argument: the words role:, kind:, since:
 // and until: anywhere in it are filters, the other words the query.
@@ -210,7 +210,7 @@ func parseSearch(arg string, loc *time.Location) (*ipc.Search, error) {
 		case "role":
 			req.Roles, err = searchValues(req.Roles, key, v, ipc.RoleUser, ipc.RoleAgent, ipc.RoleTool)
 		case "kind":
-			req.Kinds, err = searchValues(req.Kinds, key, v, ipc.KindTurn, ipc.KindTool)
+			req.Kinds, err = searchValues(req.Kinds, key, v, ipc.KindTurn, ipc.KindTool, ipc.KindKnowledge)
 		case "since":
 			req.Since, err = searchTime(key, v, loc, false)
 		case "until":

@@ -339,6 +339,8 @@ func (m *Model) searchView(rc *renderCtx, w, h int) []string {
 		switch {
 		case t.Role == ipc.RoleUser:
 			who = m.st.userLabel.Render("you")
+		case hit.Kind == ipc.KindKnowledge:
+			who = m.st.toolName.Render("note " + shortText(sanitize(hit.Path), 60))
 		case t.Role == ipc.RoleTool || hit.Kind == ipc.KindTool:
 			who = m.st.toolName.Render(strings.TrimSpace("tool " + shortText(sanitize(hit.Channel), 30)))
 		}

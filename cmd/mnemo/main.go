@@ -52,7 +52,8 @@ commands:
                   --all every turn, --since T those from T on (2h, 3d,
                   2026-11-01, or RFC 3339), --json one turn per line as
                   JSON, the wire's turn object
-  search QUERY    search memory; each hit shows the id mnemo forget takes
+  search QUERY    search memory (turns, tool results, knowledge notes); each hit
+                  shows the id mnemo forget takes (-kind, -status, -min-confidence)
   forget ID...    forget turns for good (--purge: erase their text from disk)
   memory list|approve ID|reject ID
                   review what the agent proposed to remember

@@ -236,14 +236,16 @@ func Error(err error) *ipc.Error {
 // Bounds of what a search reply carries.
 const (
 	maxSearchSnippet = 4 << 10
-	maxSearchField   = 256 // a hit's session or channel
+	maxSearchField   = 256 // a hit's session or channel, a note's heading
+	maxNotePath      = 1024
 	searchTimeout    = 10 * time.Second
 )
 
 // search answers a memory search off the caller's goroutine; Close
 // cancels it.
 func (s *Session) search(m *ipc.Search) {
-	req := memory.SearchRequest{Query: m.Query, K: m.K, Roles: m.Roles, Kinds: m.Kinds, Since: m.Since, Until: m.Until}
+	req := memory.SearchRequest{Query: m.Query, K: m.K, Roles: m.Roles, Kinds: m.Kinds, Since: m.Since, Until: m.Until,
+		Statuses: m.Statuses, MinConfidence: m.MinConfidence}
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, searchTimeout)
 		defer cancel()
@@ -509,6 +511,11 @@ func SearchHit(hit memory.Hit) ipc.SearchHit {
 	h := ipc.SearchHit{Turn: t, Score: hit.Score, Kind: hit.Kind}
 	h.Session, _ = Cut(hit.Session, maxSearchField)
 	h.Channel, _ = Cut(hit.Channel, maxSearchField)
+	if hit.Kind == memory.KindKnowledge {
+		h.Path, _ = Cut(hit.Path, maxNotePath)
+		h.Heading, _ = Cut(hit.Heading, maxSearchField)
+		h.Status, h.Confidence = hit.Status, hit.Confidence
+	}
 	return h
 }
 
