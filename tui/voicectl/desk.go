@@ -146,8 +146,8 @@ type Desk struct {
 	agentSent   map[string]bool
 	interrupted map[string]bool // cut short, the truncated text not yet in
 	cut         map[string]bool // flushed by barge-in: late audio is dropped
-	held        []final     // agent finals waiting for playback to end
-	calls       []*toolCall // function calls of the response in flight
+	held        []final         // agent finals waiting for playback to end
+	calls       []*toolCall     // function calls of the response in flight
 	wg          sync.WaitGroup
 }
 
