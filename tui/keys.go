@@ -13,6 +13,8 @@ import "github.com/charmbracelet/bubbles/key"
 //	ctrl+home/end    oldest / newest
 //	ctrl+t           tool panel
 //	alt+t            timestamps
+//	alt+v            voice on / off
+//	ctrl+space       voice: talk (push-to-talk: press to talk, again to send) or interrupt the agent
 //	ctrl+g, f1       help
 //	ctrl+c           quit
 type keyMap struct {
@@ -22,6 +24,7 @@ type keyMap struct {
 	Top, Bottom                        key.Binding
 	Tools, Stamps, Help, Quit          key.Binding
 	Yes, No                            key.Binding
+	Voice, Talk                        key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -46,6 +49,9 @@ func newKeyMap() keyMap {
 		Quit:     b([]string{"ctrl+c"}, "ctrl+c", "quit"),
 		Yes:      b([]string{"y", "Y"}, "y", "allow"),
 		No:       b([]string{"n", "N", "esc"}, "n", "deny"),
+		// ctrl+space arrives as NUL, which terminals name ctrl+@.
+		Voice: b([]string{"alt+v"}, "alt+v", "voice on/off"),
+		Talk:  b([]string{"ctrl+@"}, "ctrl+space", "voice: talk / interrupt"),
 	}
 }
 
@@ -60,5 +66,6 @@ func (k keyMap) FullHelp() [][]key.Binding {
 		{k.Send, k.Newline, k.History, k.Complete},
 		{k.Cancel, k.PageUp, k.PageDown, k.LineUp, k.LineDown},
 		{k.Top, k.Bottom, k.Tools, k.Stamps, k.Help, k.Quit},
+		{k.Voice, k.Talk},
 	}
 }
