@@ -3,7 +3,6 @@ package voicectl_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,90 +14,11 @@ import (
 
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/tui/voicectl"
+	"github.com/mnemo/mnemo/tui/voicectl/voicectltest"
 	"github.com/mnemo/mnemo/voice"
 	"github.com/mnemo/mnemo/voice/audio"
 	"github.com/mnemo/mnemo/voice/voicetest"
 )
-
-// memAudio is a sound card in memory: every 20 ms (the bubble's clock) it
-// hands Capture one frame of what the test said (silence when nothing)
-// and takes one frame from the Player, keeping the audio it played.
-type memAudio struct {
-	mu     sync.Mutex
-	mic    []int16
-	played []int16
-	opens  int
-	closes int
-	fail   error
-}
-
-func (a *memAudio) Open(ctx context.Context, c *audio.Capture, p *audio.Player) (voicectl.Streams, error) {
-	if a.fail != nil {
-		return nil, a.fail
-	}
-	a.mu.Lock()
-	a.opens++
-	a.mu.Unlock()
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		in := make([]int16, audio.FrameSamples)
-		out := make([]int16, audio.FrameSamples)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			a.mu.Lock()
-			n := copy(in, a.mic)
-			a.mic = a.mic[n:]
-			a.mu.Unlock()
-			clear(in[n:])
-			c.Write(in)
-			k := p.Read(out)
-			a.mu.Lock()
-			a.played = append(a.played, out[:k]...)
-			a.mu.Unlock()
-		}
-	}()
-	return closeFunc(func() error {
-		cancel()
-		<-done
-		a.mu.Lock()
-		a.closes++
-		a.mu.Unlock()
-		return nil
-	}), nil
-}
-
-func (a *memAudio) Devices(context.Context) ([]voicectl.Device, error) {
-	return []voicectl.Device{{Name: "mem", Inputs: 1, Outputs: 1, DefaultInput: true, DefaultOutput: true}}, nil
-}
-
-// say queues little-endian PCM for the mic.
-func (a *memAudio) say(pcm ...[]byte) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, b := range pcm {
-		for i := 0; i+1 < len(b); i += 2 {
-			a.mic = append(a.mic, int16(binary.LittleEndian.Uint16(b[i:])))
-		}
-	}
-}
-
-func (a *memAudio) playedSamples() []int16 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.played)
-}
-
-type closeFunc func() error
-
-func (f closeFunc) Close() error { return f() }
 
 // standIn is hearth at the other end of a Link: every request the desk
 // makes goes through the wire codec, and so does every answer, so the
@@ -251,7 +171,7 @@ const apiKey = "test-api-key"
 
 type run struct {
 	desk  *voicectl.Desk
-	audio *memAudio
+	audio *voicectltest.Audio
 	h     *standIn
 	srv   *voicetest.Server
 	done  chan error
@@ -261,7 +181,7 @@ type run struct {
 func start(t *testing.T, opts voicetest.Options, echo audio.Mode, settings voice.Settings, prep ...func(*standIn)) *run {
 	t.Helper()
 	srv := voicetest.StartPipe(t, opts)
-	r := &run{audio: &memAudio{}, srv: srv, done: make(chan error, 1)}
+	r := &run{audio: &voicectltest.Audio{}, srv: srv, done: make(chan error, 1)}
 	r.h = newStandIn(t, srv, settings)
 	for _, f := range prep {
 		f(r.h)
@@ -334,7 +254,7 @@ func TestOneUtterance(t *testing.T) {
 				r := start(t, voicetest.Options{Dialect: d, Turns: []voicetest.Turn{{User: "what time is it",
 					Reply: voicetest.Reply{Transcript: "It is noon.", AudioMS: 400}}}}, audio.HalfDuplex, voice.Settings{})
 				r.until(t, "listening", isState(voicectl.Listening))
-				r.audio.say(voicetest.Tone(300), voicetest.Silence(700))
+				r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
 				r.until(t, "you speaking", isState(voicectl.UserSpeaking))
 				r.until(t, "thinking", isState(voicectl.Thinking))
 				r.until(t, "agent speaking", isState(voicectl.AgentSpeaking))
@@ -352,7 +272,7 @@ func TestOneUtterance(t *testing.T) {
 						t.Errorf("transcript %d = %+v, want %+v with the item id as ref", i, got[i], want[i])
 					}
 				}
-				played := r.audio.playedSamples()
+				played := r.audio.Played()
 				if len(played) != voice.SampleRate*400/1000 {
 					t.Errorf("played %d samples, want %d", len(played), voice.SampleRate*400/1000)
 				}
@@ -389,11 +309,11 @@ func TestBargeIn(t *testing.T) {
 					{User: "stop", Reply: voicetest.Reply{Transcript: "Okay.", AudioMS: 200}},
 				}}, audio.FullDuplex, voice.Settings{})
 				r.until(t, "listening", isState(voicectl.Listening))
-				r.audio.say(voicetest.Tone(300), voicetest.Silence(700))
+				r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
 				r.until(t, "agent speaking", isState(voicectl.AgentSpeaking))
 				// Let some of the reply play, then talk over it.
 				time.Sleep(300 * time.Millisecond) // the bubble's clock: the speaker plays 300 ms
-				r.audio.say(voicetest.Tone(300), voicetest.Silence(700))
+				r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
 				r.until(t, "you speaking", isState(voicectl.UserSpeaking))
 				r.until(t, "truncated agent final", isFinal(voicectl.RoleAgent))
 				r.until(t, "second reply stored", func(ev voicectl.Event) bool {
@@ -421,7 +341,7 @@ func TestBargeIn(t *testing.T) {
 				}
 				// Playback stopped at the barge-in: what played of the first
 				// reply is what was heard, no more, then the second reply.
-				played := len(r.audio.playedSamples())
+				played := len(r.audio.Played())
 				heard := voice.SampleRate * truncs[0] / 1000
 				if want := heard + voice.SampleRate*200/1000; played != want {
 					t.Errorf("played %d samples, want %d (heard %d + second reply)", played, want, heard)
@@ -444,7 +364,7 @@ func TestToolCall(t *testing.T) {
 						Then: &voicetest.Reply{Transcript: "You said coffee.", AudioMS: 200}}}}}, audio.HalfDuplex, voice.Settings{},
 					func(h *standIn) { h.noTools = noTools })
 				r.until(t, "listening", isState(voicectl.Listening))
-				r.audio.say(voicetest.Tone(300), voicetest.Silence(700))
+				r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
 				r.until(t, "reply after the tool", func(ev voicectl.Event) bool {
 					f, ok := ev.(voicectl.Final)
 					return ok && f.Role == voicectl.RoleAgent && f.Text == "You said coffee."
@@ -526,8 +446,8 @@ func TestNoProvider(t *testing.T) {
 		}
 		<-r.done
 		r.done <- nil
-		if r.audio.opens != r.audio.closes {
-			t.Errorf("audio opened %d, closed %d", r.audio.opens, r.audio.closes)
+		if opens, closes := r.audio.Opened(); opens != closes {
+			t.Errorf("audio opened %d, closed %d", opens, closes)
 		}
 	})
 }
@@ -539,7 +459,7 @@ func TestPushToTalk(t *testing.T) {
 		r := start(t, voicetest.Options{Turns: []voicetest.Turn{{User: "hi", Reply: voicetest.Reply{Transcript: "Hello.", AudioMS: 200}}}},
 			audio.HalfDuplex, voice.Settings{VAD: voice.VAD{Mode: voice.VADManual}})
 		r.until(t, "listening", isState(voicectl.Listening))
-		r.audio.say(voicetest.Tone(200))
+		r.audio.Say(voicetest.Tone(200))
 		time.Sleep(time.Second) // the bubble's clock: the tone went by, unsent
 		synctest.Wait()
 		if n := countFrames(r.srv, "input_audio_buffer.append"); n != 0 {
@@ -550,7 +470,7 @@ func TestPushToTalk(t *testing.T) {
 		}
 		r.desk.Talk()
 		r.until(t, "you speaking", isState(voicectl.UserSpeaking))
-		r.audio.say(voicetest.Tone(200))
+		r.audio.Say(voicetest.Tone(200))
 		time.Sleep(time.Second)
 		r.desk.Talk()
 		r.until(t, "thinking", isState(voicectl.Thinking))
@@ -584,7 +504,7 @@ func TestAudioFailure(t *testing.T) {
 		srv := voicetest.StartPipe(t, voicetest.Options{})
 		h := newStandIn(t, srv, voice.Settings{})
 		boom := errors.New("no such device")
-		d := voicectl.New(voicectl.Config{Hearth: h.link, Audio: &memAudio{fail: boom}, Session: voice.Options{HTTPClient: srv.HTTPClient()}})
+		d := voicectl.New(voicectl.Config{Hearth: h.link, Audio: &voicectltest.Audio{Fail: boom}, Session: voice.Options{HTTPClient: srv.HTTPClient()}})
 		if err := d.Run(t.Context()); !errors.Is(err, boom) {
 			t.Fatalf("Run = %v, want %v", err, boom)
 		}
