@@ -877,6 +877,9 @@ func (m *Model) onConnected(h *ipc.History) {
 	for _, p := range m.pending {
 		m.transmit(p)
 	}
+	if m.voiceLink != nil {
+		m.voiceLink.Resend() // voice transcripts that did not reach hearth
+	}
 
 	if !first {
 		m.conn.resynced = m.now()

@@ -69,7 +69,11 @@ func (m *Model) startVoice() tea.Cmd {
 		m.flashErr("this hearth does not offer voice")
 		return nil
 	}
-	m.voiceLink = voicectl.NewLink(m.backend.Send, m.newRef)
+	if m.voiceLink == nil {
+		// One Link for every session: what did not reach hearth is sent
+		// when the connection is back, even after the session ended.
+		m.voiceLink = voicectl.NewLink(m.backend.Send, m.newRef)
+	}
 	desk := voicectl.New(voicectl.Config{Hearth: m.voiceLink, Audio: m.audio, Echo: m.voiceEcho, Log: m.log})
 	silent := audio.Level{RMS: audio.MinDBFS, Peak: audio.MinDBFS}
 	m.voice = &voiceUI{desk: desk, state: voicectl.Connecting, echo: m.voiceEcho, in: silent, out: silent}
@@ -123,7 +127,6 @@ func (m *Model) onVoiceEvent(msg voiceEventMsg) tea.Cmd {
 		m.dropPartial(ev.ItemID)
 	case voicectl.Ended:
 		m.voice = nil
-		m.voiceLink = nil
 		if m.voiceCancel != nil {
 			m.voiceCancel()
 			m.voiceCancel = nil

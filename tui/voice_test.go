@@ -162,3 +162,21 @@ func TestVoiceEchoCommand(t *testing.T) {
 		t.Errorf("status %q, want the usage", m.flash.text)
 	}
 }
+
+// TestVoiceTranscriptResent: a voice transcript that did not reach hearth
+// (the connection broke) goes again once the client is reconnected.
+func TestVoiceTranscriptResent(t *testing.T) {
+	m, be := voiceModel(t, nil)
+	m.voiceLink = voicectl.NewLink(m.backend.Send, m.newRef)
+	tr := &ipc.Transcript{Role: ipc.RoleUser, Text: "hello", Ref: "item_1"}
+	m.Update(&ipc.StateChange{State: ipc.StateReconnecting, Attempt: 1})
+	m.Update(SendFailedMsg{Msg: tr, Err: ipc.ErrNotConnected})
+	if n := len(sentOf[*ipc.Transcript](be)); n != 0 {
+		t.Fatalf("%d transcripts sent while away", n)
+	}
+	m.Update(connected(goldenHistory[:2]...))
+	got := sentOf[*ipc.Transcript](be)
+	if len(got) != 1 || *got[0] != *tr {
+		t.Errorf("after reconnecting sent %v, want the transcript once", got)
+	}
+}

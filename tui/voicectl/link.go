@@ -26,6 +26,9 @@ type Link struct {
 	creds []chan credAnswer      // voice_request waiting, oldest first
 	tools map[string]chan string // voice_tool_call waiting, by ref
 	order []string               // their refs, oldest first
+	// unsent are transcripts and stop_voice that did not reach hearth,
+	// in order, for Resend.
+	unsent []ipc.Msg
 }
 
 type credAnswer struct {
@@ -134,9 +137,24 @@ func (l *Link) Failed(m ipc.Msg, err error) bool {
 	case *ipc.VoiceToolCall:
 		return l.answerTool(m.Ref, toolFailure(err))
 	case *ipc.Transcript, *ipc.StopVoice:
+		l.mu.Lock()
+		l.unsent = append(l.unsent, m)
+		l.mu.Unlock()
 		return true
 	}
 	return false
+}
+
+// Resend sends again, in order, the transcripts and stop_voice that did
+// not reach hearth: call it when the connection is back.
+func (l *Link) Resend() {
+	l.mu.Lock()
+	q := l.unsent
+	l.unsent = nil
+	l.mu.Unlock()
+	for _, m := range q {
+		l.send(m)
+	}
 }
 
 // deliverError: an error with the ref of a tool call fails that call; an

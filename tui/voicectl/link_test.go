@@ -175,3 +175,33 @@ func TestLinkGivesUp(t *testing.T) {
 		t.Error("a late credential was taken")
 	}
 }
+
+// TestLinkResend: transcripts and stop_voice that did not reach hearth go
+// again, in order, when the connection is back; nothing else does.
+func TestLinkResend(t *testing.T) {
+	l, p := newLink()
+	ctx := t.Context()
+	l.Transcript(ctx, "user", "one", "i1")
+	l.Transcript(ctx, "agent", "two", "i2")
+	l.StopVoice(ctx)
+	var failed []ipc.Msg
+	for range 3 {
+		failed = append(failed, <-p.got)
+	}
+	for _, m := range failed[1:] {
+		if !l.Failed(m, errors.New("not connected")) {
+			t.Fatalf("%T not taken", m)
+		}
+	}
+	l.Resend()
+	got := []ipc.Msg{<-p.got, <-p.got}
+	if !reflect.DeepEqual(got, failed[1:]) {
+		t.Errorf("resent %v, want %v", got, failed[1:])
+	}
+	l.Resend()
+	select {
+	case m := <-p.got:
+		t.Errorf("resent %v twice", m)
+	default:
+	}
+}
