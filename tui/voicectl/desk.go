@@ -287,6 +287,7 @@ func (d *Desk) Run(ctx context.Context) (err error) {
 			d.log.Warn("close audio", "err", cerr)
 		}
 		d.capture.Close()
+		cancel() // tool calls still waiting for hearth give up
 		d.wg.Wait()
 	}()
 	defer func() {

@@ -35,6 +35,8 @@ type standIn struct {
 	msgs     []ipc.Msg
 	refuse   *ipc.Error // answer voice_request with this
 	noTools  bool       // answer voice_tool_call as an old hearth does
+	hang     bool       // never answer voice_tool_call
+	calls    chan struct{}
 	wg       sync.WaitGroup
 }
 
@@ -87,6 +89,12 @@ func (h *standIn) send(m ipc.Msg) {
 			h.answer(w)
 		})
 	case *ipc.VoiceToolCall:
+		if h.calls != nil {
+			h.calls <- struct{}{}
+		}
+		if h.hang {
+			return
+		}
 		h.wg.Go(func() {
 			if h.noTools {
 				h.answer(&ipc.Error{Code: ipc.CodeBadRequest, Message: `"voice_tool_call" is sent by hearth, not by clients`})
@@ -510,6 +518,32 @@ func TestAudioFailure(t *testing.T) {
 		}
 		if n := len(h.msgs); n != 0 {
 			t.Errorf("%d messages to hearth, want none", n)
+		}
+	})
+}
+
+// TestEndsWithToolPending: a session that closes while hearth has not
+// answered a tool call ends at once; it does not wait out the call.
+func TestEndsWithToolPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := make(chan struct{}, 1)
+		r := start(t, voicetest.Options{Dialect: voice.DialectOpenAI, Turns: []voicetest.Turn{{User: "look it up",
+			Reply: voicetest.Reply{Call: &voicetest.Call{Name: "memory_search", Arguments: "{}"}}}}}, audio.HalfDuplex, voice.Settings{},
+			func(h *standIn) { h.hang, h.calls = true, calls })
+		r.until(t, "listening", isState(voicectl.Listening))
+		r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
+		<-calls
+		t0 := time.Now()
+		r.srv.DropAll() // OpenAI sessions end on a drop
+		ev := r.until(t, "ended", func(ev voicectl.Event) bool { _, ok := ev.(voicectl.Ended); return ok })
+		if ev.(voicectl.Ended).Err == nil {
+			t.Error("a dropped session ended without an error")
+		}
+		if waited := time.Since(t0); waited > time.Second {
+			t.Errorf("the session took %v to end after the drop", waited)
+		}
+		if n := r.h.count(ipc.TypeStopVoice); n != 1 {
+			t.Errorf("%d stop_voice, want 1", n)
 		}
 	})
 }
