@@ -307,13 +307,21 @@ func TestOneUtterance(t *testing.T) {
 // TestBargeIn: the user speaks over the agent (headphones: full duplex):
 // playback stops at once, the item is truncated at what was heard, and the
 // agent's turn stored is the truncated text, once.
+//
+// Held: the reply is still being generated when the user speaks (the
+// server cancels it). Sent: the whole reply and its final transcript
+// arrived long before it played out; the final text must not be stored.
 func TestBargeIn(t *testing.T) {
 	const text = "one two three four five six seven eight nine ten"
-	for _, d := range dialects {
-		t.Run(d, func(t *testing.T) {
+	for _, c := range []struct {
+		d    string
+		hold int
+	}{{voice.DialectXAI, 10}, {voice.DialectOpenAI, 10}, {voice.DialectXAI, 0}, {voice.DialectOpenAI, 0}} {
+		d := c.d
+		t.Run(fmt.Sprintf("%s/hold=%d", d, c.hold), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := start(t, voicetest.Options{Dialect: d, Turns: []voicetest.Turn{
-					{User: "count", Reply: voicetest.Reply{Transcript: text, AudioMS: 2000, HoldAfter: 10, LateDeltas: 2}},
+					{User: "count", Reply: voicetest.Reply{Transcript: text, AudioMS: 2000, HoldAfter: c.hold, LateDeltas: 2}},
 					{User: "stop", Reply: voicetest.Reply{Transcript: "Okay.", AudioMS: 200}},
 				}}, audio.FullDuplex, voice.Settings{})
 				r.until(t, "listening", isState(voicectl.Listening))
