@@ -118,6 +118,7 @@ type Model struct {
 	voiceLink   *voicectl.Link
 	voiceCancel context.CancelFunc
 	voiceParts  map[string]*item
+	voiceDone   map[string]bool // items stored before their live transcript arrived
 
 	flash   flash
 	stamps  bool
@@ -913,10 +914,8 @@ func (m *Model) onTurn(s *ipc.TurnStored) {
 	if s.Turn.Role == ipc.RoleUser {
 		m.clearFlash(causeCancel) // a new turn: the cancelled reply is long over
 	}
-	if it, ok := m.voiceParts[s.Ref]; ok && s.Ref != "" {
-		// The live transcript of a voice item: the stored turn replaces it.
-		m.chat.remove(it)
-		delete(m.voiceParts, s.Ref)
+	if s.Ref != "" && s.Turn.Mode == ipc.ModeVoice {
+		m.voiceStored(s.Ref) // voice.go: the stored turn replaces its live transcript
 	}
 	if s.Ref != "" {
 		if i := slices.IndexFunc(m.pending, func(p *pendingMsg) bool { return p.ref == s.Ref }); i >= 0 {

@@ -127,6 +127,7 @@ func (m *Model) onVoiceEvent(msg voiceEventMsg) tea.Cmd {
 		m.dropPartial(ev.ItemID)
 	case voicectl.Ended:
 		m.voice = nil
+		m.voiceDone = nil
 		if m.voiceCancel != nil {
 			m.voiceCancel()
 			m.voiceCancel = nil
@@ -163,6 +164,9 @@ func voiceError(err error) string {
 // voicePartial shows an item's live text in the chat until hearth stores
 // the turn (its ref is the item id).
 func (m *Model) voicePartial(role, id, text, status string) {
+	if m.voiceDone[id] {
+		return
+	}
 	if m.voiceParts == nil {
 		m.voiceParts = make(map[string]*item)
 	}
@@ -187,6 +191,22 @@ func (m *Model) voicePartial(role, id, text, status string) {
 	it.status = status
 	it.touch()
 	m.chat.changed()
+}
+
+// voiceStored: hearth stored the turn of voice item id. Its live
+// transcript goes, and what of it is still on its way (hearth answers
+// faster than the desk's events reach the UI) is never shown.
+func (m *Model) voiceStored(id string) {
+	if it, ok := m.voiceParts[id]; ok {
+		m.chat.remove(it)
+		delete(m.voiceParts, id)
+	}
+	if m.voice != nil {
+		if m.voiceDone == nil {
+			m.voiceDone = make(map[string]bool)
+		}
+		m.voiceDone[id] = true
+	}
 }
 
 func (m *Model) dropPartial(id string) {
