@@ -12,6 +12,7 @@ import (
 
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/tui/voicectl"
+	"github.com/mnemo/mnemo/tui/voicectl/voicectltest"
 	"github.com/mnemo/mnemo/voice/audio"
 )
 
@@ -178,5 +179,32 @@ func TestVoiceTranscriptResent(t *testing.T) {
 	got := sentOf[*ipc.Transcript](be)
 	if len(got) != 1 || *got[0] != *tr {
 		t.Errorf("after reconnecting sent %v, want the transcript once", got)
+	}
+}
+
+// TestVoiceDevices: /voice devices lists what the sound card offers, off
+// the UI goroutine.
+func TestVoiceDevices(t *testing.T) {
+	m, _ := voiceModel(t, &voicectltest.Audio{})
+	cmd := m.runCommand("/voice devices")
+	if cmd == nil {
+		t.Fatal("no command to list the devices")
+	}
+	m.Update(cmd())
+	if s := screen(m); !strings.Contains(s, "audio devices:") || !strings.Contains(s, "memory · in, out, default in, default out") {
+		t.Errorf("devices not listed:\n%s", s)
+	}
+}
+
+// TestTalkKey: ctrl+space (NUL, named ctrl+@) is the talk key; with voice
+// off it says how to start it and types nothing.
+func TestTalkKey(t *testing.T) {
+	m, be := voiceModel(t, &voicectltest.Audio{})
+	m.Update(tea.KeyMsg{Type: tea.KeyCtrlAt})
+	if m.flash.text != "voice is off: /voice starts it" {
+		t.Errorf("status %q", m.flash.text)
+	}
+	if m.in.value() != "" || len(be.all()) != 0 {
+		t.Errorf("the key typed %q or sent %v", m.in.value(), be.all())
 	}
 }
