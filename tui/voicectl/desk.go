@@ -234,9 +234,13 @@ func (d *Desk) PushToTalk() (manual, talking bool) { return d.manual.Load(), d.t
 // Levels are the microphone and speaker levels now, for the UI.
 func (d *Desk) Levels() (in, out audio.Level) { return d.capture.Level(), d.player.Level() }
 
+// deskCreds is the session's voice.Credentials: hearth's, watched.
+type deskCreds struct{ d *Desk }
+
 // Credential asks hearth, and notes whether turns are manual.
-func (d *Desk) Credential(ctx context.Context) (voice.Credential, voice.Settings, error) {
-	c, s, err := d.cfg.Hearth.Credential(ctx)
+func (c deskCreds) Credential(ctx context.Context) (voice.Credential, voice.Settings, error) {
+	d := c.d
+	cred, s, err := d.cfg.Hearth.Credential(ctx)
 	if err == nil {
 		d.minted.Add(1)
 		d.manual.Store(s.VAD.Mode == voice.VADManual)
@@ -246,7 +250,7 @@ func (d *Desk) Credential(ctx context.Context) (voice.Credential, voice.Settings
 			(*f)(err)
 		}
 	}
-	return c, s, err
+	return cred, s, err
 }
 
 // Run opens the audio and the session and pumps until Stop, ctx ending or
@@ -300,7 +304,7 @@ func (d *Desk) Run(ctx context.Context) (err error) {
 	dctx, refuse := context.WithCancelCause(ctx)
 	defer refuse(nil)
 	d.refuse.Store(&refuse)
-	sess, err := voice.Dial(dctx, d, d.cfg.Session)
+	sess, err := voice.Dial(dctx, deskCreds{d}, d.cfg.Session)
 	if err != nil {
 		if cause := context.Cause(dctx); IsNoProvider(cause) {
 			return cause // hearth's message, as is
