@@ -555,3 +555,51 @@ func TestEndsWithToolPending(t *testing.T) {
 		}
 	})
 }
+
+// TestTalkKeyBargesIn: on speakers (half duplex) the mic is closed while
+// the agent talks; the talk key stops the agent at once, truncates its
+// item at what was heard and opens the mic, so the user's next words reach
+// the provider.
+func TestTalkKeyBargesIn(t *testing.T) {
+	const text = "one two three four five six seven eight nine ten"
+	synctest.Test(t, func(t *testing.T) {
+		r := start(t, voicetest.Options{Turns: []voicetest.Turn{
+			{User: "count", Reply: voicetest.Reply{Transcript: text, AudioMS: 2000, HoldAfter: 10, LateDeltas: 2}},
+			{User: "stop", Reply: voicetest.Reply{Transcript: "Okay.", AudioMS: 200}},
+		}}, audio.HalfDuplex, voice.Settings{})
+		r.until(t, "listening", isState(voicectl.Listening))
+		r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
+		r.until(t, "agent speaking", isState(voicectl.AgentSpeaking))
+		// Speech while the agent talks is gated out…
+		r.audio.Say(voicetest.Tone(300))
+		time.Sleep(400 * time.Millisecond) // the bubble's clock: the speaker plays on
+		synctest.Wait()
+		if n := len(r.srv.Truncates()); n != 0 {
+			t.Fatalf("%d truncates while gated", n)
+		}
+		// …until the key.
+		r.desk.Talk()
+		r.until(t, "truncated agent final", isFinal(voicectl.RoleAgent))
+		r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
+		r.until(t, "second reply", func(ev voicectl.Event) bool {
+			f, ok := ev.(voicectl.Final)
+			return ok && f.Role == voicectl.RoleAgent && f.Text == "Okay."
+		})
+		if err := r.stop(t); err != nil {
+			t.Fatal(err)
+		}
+		truncs := r.srv.Truncates()
+		if len(truncs) != 1 {
+			t.Fatalf("truncates %v, want one", truncs)
+		}
+		var agent []string
+		for _, tr := range r.h.transcripts() {
+			if tr.Role == "agent" {
+				agent = append(agent, tr.Text)
+			}
+		}
+		if want := []string{text[:len(text)*truncs[0]/2000], "Okay."}; !slices.Equal(agent, want) {
+			t.Errorf("agent turns %q, want %q", agent, want)
+		}
+	})
+}
