@@ -55,7 +55,7 @@ func TestDeskOnDevices(t *testing.T) {
 	a := newAudio(func(string) string { return "" }, slog.New(slog.DiscardHandler))
 	devs, err := a.Devices(t.Context())
 	if err != nil || len(devs) == 0 {
-		t.Fatalf("devices %v, %v", devs, err)
+		t.Fatalf("no audio devices (%v): is the sound server at PULSE_SERVER running? scripts/audio-setup.sh starts it", err)
 	}
 	h := &deviceHearth{Credentials: &voicetest.Credentials{Server: srv}}
 	desk := voicectl.New(voicectl.Config{Hearth: h, Audio: a, Session: voice.Options{HTTPClient: srv.HTTPClient()}})
