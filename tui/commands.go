@@ -30,7 +30,7 @@ var commands = []command{
 	{"/cancel", "", "stop the reply in flight (esc)"},
 	{"/tools", "", "toggle the tool panel (ctrl+t)"},
 	{"/timestamps", "", "toggle timestamps (alt+t)"},
-	{"/voice", "", "talk (arrives with the voice issue)"},
+	{"/voice", "[devices|headphones|speakers]", "talk at the desk (alt+v); list audio devices; echo mode"},
 	{"/quit", "", "leave mnemo (ctrl+c)"},
 }
 
@@ -158,7 +158,7 @@ func (m *Model) runCommand(line string) tea.Cmd {
 	case "/timestamps":
 		m.stamps = !m.stamps
 	case "/voice":
-		m.chat.notice(levelInfo, "voice arrives with the voice issue")
+		return m.voiceCommand(arg)
 	case "/quit", "/exit":
 		return tea.Quit
 	default:

@@ -352,7 +352,7 @@ func TestSlashCommands(t *testing.T) {
 			hs.wantScreen("cancelling the reply")
 		}},
 		{"voice", "/voice", false, func(t *testing.T, hs *harness, _ tea.Cmd) {
-			hs.wantScreen("voice arrives with the voice issue")
+			hs.wantScreen("this build of mnemo has no audio")
 		}},
 		{"tools", "/tools", false, func(t *testing.T, hs *harness, _ tea.Cmd) {
 			hs.wantScreen("no tool calls yet")

@@ -66,6 +66,7 @@ func (m *Model) render() string {
 	}
 	rows = append(rows, top...)
 	rows = append(rows, l.popup...)
+	rows = append(rows, m.voiceLines()...)
 	rows = append(rows, m.st.rule.Render(strings.Repeat("─", m.w)))
 	if c := m.in.chips(m.st); c != "" {
 		rows = append(rows, ansi.Truncate(c, m.w, "…"))

@@ -246,7 +246,12 @@ func runTUI(ctx context.Context, o tui.Options, local bool, token func() (string
 	}
 	defer closeLog.Close()
 	log.Info("mnemo starting", "version", version, "addr", o.Addr)
-	err = tui.Run(ctx, tui.RunOptions{Addr: o.Addr, Client: o.Client, Token: token, Local: local, Log: log})
+	echo, err := voiceEcho(os.Getenv)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	err = tui.Run(ctx, tui.RunOptions{Addr: o.Addr, Client: o.Client, Token: token, Local: local, Log: log,
+		Audio: newAudio(os.Getenv, log), VoiceEcho: echo}) // audio_*.go
 	if err != nil {
 		log.Error("mnemo stopped", "err", err)
 	}
