@@ -60,4 +60,11 @@ echo "== audio tests: -tags '$tags' against PulseAudio in $dir"
 # for measurements (make bench-voice).
 race=(-race -gcflags=all=-d=checkptr=0)
 [ -n "${MNEMO_AUDIO_RACE-x}" ] || race=()
-MNEMO_AUDIO_REQUIRED=1 $GO test -tags "$tags" "${race[@]}" -count=1 -timeout 10m "$@" ./voice/audio/...
+MNEMO_AUDIO_REQUIRED=1 $GO test -tags "$tags" "${race[@]}" -count=1 -timeout 10m "$@" ./voice/audio/... || exit 1
+# The client's desk on the same devices, and the client built with audio
+# (only in a plain run: extra arguments select benchmarks or tests of
+# voice/audio).
+if (($# == 0)); then
+	MNEMO_AUDIO_REQUIRED=1 $GO test -tags "$tags" "${race[@]}" -count=1 -timeout 10m \
+		-run 'TestDeskOnDevices|TestAudioBuild|TestVoiceEcho' ./cmd/mnemo/ || exit 1
+fi
