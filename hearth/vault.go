@@ -29,6 +29,8 @@ type Vault interface {
 	Apply(ctx context.Context, p *vault.Proposal) (vault.Result, error)
 	// CommitOwnerEdits commits what the owner changed by hand.
 	CommitOwnerEdits(ctx context.Context) (vault.Result, []error, error)
+	// Reject ledgers and commits a proposal's rejection.
+	Reject(ctx context.Context, p *vault.Proposal, by, why string) (vault.Result, error)
 }
 
 // Decisions a ProposalDecided carries.
@@ -124,22 +126,39 @@ func (h *Hearth) Propose(ctx context.Context, p vault.Proposal) (ProposalOutcome
 		return h.applyLocked(ctx, &p, d.Why, DecidedByPolicy)
 	default:
 		out.Decision = DecisionRejected
+		h.rejectLocked(ctx, &p, DecidedByPolicy, d.Why)
 		h.publish(&ProposalDecided{ProposalOutcome: out, By: DecidedByPolicy})
 		return out, nil
 	}
 }
 
+// ProposalDecision is the owner's decision on a queued proposal.
+type ProposalDecision struct {
+	Approve bool
+	// By is who decided; "" is the owner.
+	By string
+	// Content, with Approve, is the owner's edited version of the
+	// proposal's file: it is written instead of what was proposed, byte
+	// for byte, as the owner's (a deprecate or delete becomes an update).
+	Content string
+}
+
 // DecideProposal carries out the owner's decision on a queued proposal:
 // approved, it is applied (unless its file changed since, when it is
-// rejected and must be proposed again); rejected, it leaves the inbox.
-// Every subscriber is told with one ProposalDecided.
-func (h *Hearth) DecideProposal(ctx context.Context, id string, approve bool, by string) (ProposalOutcome, error) {
+// rejected and must be proposed again), as proposed or as the owner edited
+// it (d.Content); rejected, it leaves the inbox, and the ledger and git
+// say so. Every subscriber is told with one ProposalDecided.
+func (h *Hearth) DecideProposal(ctx context.Context, id string, d ProposalDecision) (ProposalOutcome, error) {
 	v := h.cfg.Vault
 	if v == nil {
 		return ProposalOutcome{}, &Problem{Code: CodeUnavailable, Message: "this hearth has no vault"}
 	}
+	by := d.By
 	if by == "" {
 		by = ByOwner
+	}
+	if d.Content != "" && !d.Approve {
+		return ProposalOutcome{}, &Problem{Code: CodeBadRequest, Message: "edited content goes with an approval, not a rejection"}
 	}
 	h.commitMu.Lock()
 	defer h.commitMu.Unlock()
@@ -151,19 +170,42 @@ func (h *Hearth) DecideProposal(ctx context.Context, id string, approve bool, by
 		h.log.Error("vault: load proposal", "proposal", id, "err", err)
 		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not read that proposal"}
 	}
-	if approve {
+	if d.Approve {
 		h.ownerEditsLocked(ctx)
+		why := "approved by the " + by
+		if d.Content != "" {
+			// The owner's text, as they wrote it, is theirs: authored
+			// by the owner, against the file the proposal was made on.
+			if p.Op == vault.OpDeprecate || p.Op == vault.OpDelete {
+				p.Op = vault.OpUpdate
+			}
+			p.Content, p.Patch, p.Author = d.Content, nil, vault.AuthorOwner
+			why = "approved as edited by the " + by
+		}
 		// The commit and the ledger say who approved it.
-		p.Reason = strings.TrimSpace(p.Reason) + "\n\nApproved by the " + by + "."
-		return h.applyLocked(ctx, p, "approved by the "+by, by)
+		p.Reason = strings.TrimSpace(p.Reason) + "\n\n" + strings.ToUpper(why[:1]) + why[1:] + "."
+		return h.applyLocked(ctx, p, why, by)
 	}
+	why := "rejected by the " + by
+	h.rejectLocked(ctx, p, by, why)
 	if err := h.dropQueued(p.ID); err != nil {
 		h.log.Error("vault: drop proposal", "proposal", id, "err", err)
 		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not remove that proposal"}
 	}
-	out := ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: "rejected by the owner"}
+	out := ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: why}
 	h.publish(&ProposalDecided{ProposalOutcome: out, By: by})
 	return out, nil
+}
+
+// rejectLocked ledgers and commits a rejection; commitMu is held. A
+// failure is logged: the rejection stands, and a line the ledger could
+// not commit goes in with the next commit.
+func (h *Hearth) rejectLocked(ctx context.Context, p *vault.Proposal, by, why string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), vaultWrite)
+	defer cancel()
+	if _, err := h.cfg.Vault.Reject(ctx, p, by, why); err != nil {
+		h.log.Warn("vault: could not record a rejection", "proposal", p.ID, "err", err)
+	}
 }
 
 // Proposals lists the proposals waiting for the owner, oldest first.

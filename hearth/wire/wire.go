@@ -38,7 +38,7 @@ type Core interface {
 	RequestVoice(ctx context.Context) (hearth.VoiceCredential, error)
 	StopVoice()
 	Proposals(ctx context.Context) ([]vault.Proposal, error)
-	DecideProposal(ctx context.Context, id string, approve bool, by string) (hearth.ProposalOutcome, error)
+	DecideProposal(ctx context.Context, id string, d hearth.ProposalDecision) (hearth.ProposalOutcome, error)
 }
 
 // Options configure a Session.
@@ -346,7 +346,7 @@ func (s *Session) decide(m *ipc.ProposalDecide) {
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), vaultTimeout)
 		defer cancel()
-		out, err := s.core.DecideProposal(ctx, m.ID, m.Approve, hearth.ByOwner)
+		out, err := s.core.DecideProposal(ctx, m.ID, hearth.ProposalDecision{Approve: m.Approve, By: hearth.ByOwner, Content: m.Content})
 		if err != nil {
 			s.refuse(err, m.Ref)
 			return
