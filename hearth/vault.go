@@ -31,6 +31,12 @@ type Vault interface {
 	CommitOwnerEdits(ctx context.Context) (vault.Result, []error, error)
 	// Reject ledgers and commits a proposal's rejection.
 	Reject(ctx context.Context, p *vault.Proposal, by, why string) (vault.Result, error)
+	// ReadAt reads a file as it is, or at a version (a commit).
+	ReadAt(ctx context.Context, path, rev string) ([]byte, string, error)
+	// List lists the notes a filter selects.
+	List(ctx context.Context, f vault.ListFilter) ([]vault.NoteInfo, error)
+	// History lists the changes to a file, newest first.
+	History(ctx context.Context, path string, limit int) ([]vault.Change, error)
 }
 
 // Decisions a ProposalDecided carries.
@@ -256,6 +262,8 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 		})
 		h.log.Warn("vault: the write is saved but not committed", "proposal", p.ID, "err", err)
 		h.publish(&Notice{Code: CodeInternal, Message: "a memory change is saved but git could not commit it; it will be committed with the next change"})
+	case errors.As(err, new(*vault.ParseError)):
+		return ProposalOutcome{}, &Problem{Code: CodeBadRequest, Message: "the note does not parse, so nothing was written: " + err.Error()}
 	default:
 		h.log.Error("vault: apply", "proposal", p.ID, "err", err)
 		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not write the memory; details are in hearth's log"}
