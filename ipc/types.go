@@ -751,5 +751,5 @@ func newMsg(typ string) Msg {
 	case TypeProposalDecided:
 		return new(ProposalDecided)
 	}
-	return nil
+	return newVaultMsg(typ)
 }

@@ -39,6 +39,7 @@ type Core interface {
 	StopVoice()
 	Proposals(ctx context.Context) ([]vault.Proposal, error)
 	DecideProposal(ctx context.Context, id string, d hearth.ProposalDecision) (hearth.ProposalOutcome, error)
+	VaultCore
 }
 
 // Options configure a Session.
@@ -180,6 +181,14 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.proposals(m)
 	case *ipc.ProposalDecide:
 		s.decide(m)
+	case *ipc.VaultRead:
+		s.vaultRead(m)
+	case *ipc.VaultWrite:
+		s.vaultWrite(m)
+	case *ipc.VaultList:
+		s.vaultList(m)
+	case *ipc.VaultHistory:
+		s.vaultHistory(m)
 	case *ipc.Health:
 		s.reply(s.health(m.Ref))
 	case *ipc.Disconnect:
