@@ -235,6 +235,16 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 				out, err := core.Propose(ctx, p)
 				return tools.Proposed{ID: out.ID, Decision: out.Decision, Why: out.Why, Commit: out.Commit}, err
 			}, vlt.Read),
+			tools.MemoryRead(func(ctx context.Context, path, at string) ([]byte, string, error) {
+				f, err := core.VaultRead(ctx, path, at)
+				return f.Content, f.Commit, err
+			}),
+			tools.MemoryList(func(ctx context.Context, f vault.ListFilter) ([]vault.NoteInfo, error) {
+				return core.VaultList(ctx, f)
+			}),
+			tools.MemoryHistory(func(ctx context.Context, path string, limit int) ([]vault.Change, error) {
+				return core.VaultHistory(ctx, path, limit)
+			}),
 			tools.History(func(n int) ([]memory.Hit, error) {
 				recs, err := j.Tail(n)
 				out := make([]memory.Hit, len(recs))
