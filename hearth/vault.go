@@ -27,6 +27,8 @@ type Vault interface {
 	Read(path string) ([]byte, error)
 	// Apply writes an approved proposal, commits and ledgers it.
 	Apply(ctx context.Context, p *vault.Proposal) (vault.Result, error)
+	// OwnerEdits lists what the owner changed by hand, uncommitted.
+	OwnerEdits(ctx context.Context) ([]vault.Edit, error)
 	// CommitOwnerEdits commits what the owner changed by hand.
 	CommitOwnerEdits(ctx context.Context) (vault.Result, []error, error)
 	// Reject ledgers and commits a proposal's rejection.
@@ -209,7 +211,18 @@ func (h *Hearth) DecideProposal(ctx context.Context, id string, d ProposalDecisi
 func (h *Hearth) rejectLocked(ctx context.Context, p *vault.Proposal, by, why string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), vaultWrite)
 	defer cancel()
-	if _, err := h.cfg.Vault.Reject(ctx, p, by, why); err != nil {
+	res, err := h.cfg.Vault.Reject(ctx, p, by, why)
+	var cerr *vault.CommitError
+	switch {
+	case errors.As(err, &cerr):
+		h.uncommitted = append(h.uncommitted, uncommitted{
+			paths:   res.Paths,
+			message: fmt.Sprintf("vault: reject %s %s (committed late)\n\n%s\n\nProposal: %s\nDecided-by: %s\n", p.Op, p.Path, why, p.ID, by),
+			author:  by,
+		})
+		h.log.Warn("vault: the rejection is ledgered but not committed; retrying in the background", "proposal", p.ID, "err", err)
+		h.vaultFailed(h.waitingLocked(), err)
+	case err != nil:
 		h.log.Warn("vault: could not record a rejection", "proposal", p.ID, "err", err)
 	}
 }
@@ -260,8 +273,8 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 			message: fmt.Sprintf("vault: %s %s (committed late)\n\n%s\n\nProposal: %s\nAuthor: %s\n", p.Op, p.Path, strings.TrimSpace(p.Reason), p.ID, p.Author),
 			author:  p.Author,
 		})
-		h.log.Warn("vault: the write is saved but not committed", "proposal", p.ID, "err", err)
-		h.publish(&Notice{Code: CodeInternal, Message: "a memory change is saved but git could not commit it; it will be committed with the next change"})
+		h.log.Warn("vault: the write is saved but not committed; retrying in the background", "proposal", p.ID, "err", err)
+		h.vaultFailed(h.waitingLocked(), err)
 	case errors.As(err, new(*vault.ParseError)):
 		return ProposalOutcome{}, &Problem{Code: CodeBadRequest, Message: "the note does not parse, so nothing was written: " + err.Error()}
 	default:
@@ -287,29 +300,66 @@ type uncommitted struct {
 	message, author string
 }
 
-// ownerEditsLocked commits what the owner edited by hand before a vault
-// write; commitMu is held. Failures are logged: the write itself decides.
+// ownerEditsLocked commits, before a vault write and from the keeper,
+// the writes whose commit failed (as their authors) and then what the
+// owner edited by hand; commitMu is held. Failures are logged and left to
+// the keeper's retries: the write itself decides.
 func (h *Hearth) ownerEditsLocked(ctx context.Context) {
-	// Writes whose commit failed are committed first, as their author:
-	// else the owner-edit check would take them for the owner's.
 	for len(h.uncommitted) > 0 {
 		u := h.uncommitted[0]
 		if _, err := vault.Commit(ctx, h.cfg.Vault.Dir(), u.paths, u.message, u.author); err != nil {
 			h.log.Warn("vault: a saved change still cannot be committed", "err", err)
+			h.vaultFailed(h.waitingLocked(), err)
 			return // not the owner's: leave them for the next write
 		}
 		h.uncommitted = h.uncommitted[1:]
 	}
+	// While git's index is held, the owner's edits wait (committing them
+	// would only ledger the failure again).
+	if err := vault.Probe(h.cfg.Vault.Dir()); err != nil {
+		edits, eerr := h.cfg.Vault.OwnerEdits(ctx)
+		h.keeper.mu.Lock()
+		h.keeper.ownerFailed = len(edits) > 0 || eerr != nil
+		h.keeper.mu.Unlock()
+		if len(edits) > 0 || eerr != nil {
+			h.vaultFailed(h.waitingLocked(), err)
+		} else {
+			h.vaultCaughtUp()
+		}
+		return
+	}
 	res, malformed, err := h.cfg.Vault.CommitOwnerEdits(ctx)
+	var cerr *vault.CommitError
+	failed := errors.As(err, &cerr)
 	if err != nil {
 		h.log.Warn("vault: could not commit the owner's edits", "err", err)
 	}
-	if len(res.Paths) > 0 {
+	if len(res.Paths) > 0 && !failed {
 		h.log.Info("vault: committed the owner's edits", "files", len(res.Paths), "commit", res.Commit)
 	}
 	for _, e := range malformed {
 		h.log.Warn("vault: a note the owner edited does not parse; kept as written", "err", e)
 	}
+	h.keeper.mu.Lock()
+	h.keeper.ownerFailed = failed
+	h.keeper.mu.Unlock()
+	if failed {
+		h.vaultFailed(h.waitingLocked(), err)
+		return
+	}
+	h.vaultCaughtUp()
+}
+
+// waitingLocked counts the writes waiting for a commit: each failed
+// one, and the owner's edits as one; commitMu is held.
+func (h *Hearth) waitingLocked() int {
+	h.keeper.mu.Lock()
+	defer h.keeper.mu.Unlock()
+	n := len(h.uncommitted)
+	if h.keeper.ownerFailed {
+		n++
+	}
+	return max(n, 1)
 }
 
 // CurrentSource is what a tool call of the turn in flight comes from: the

@@ -143,6 +143,15 @@ type VaultChanges struct {
 	Ref     string        `json:"ref,omitempty"`
 }
 
+// VaultHealth is the vault's commit state in a HealthReport: Uncommitted
+// counts writes saved whose git commit failed and is being retried,
+// Failing says why, since Since.
+type VaultHealth struct {
+	Uncommitted int       `json:"uncommitted"`
+	Failing     string    `json:"failing,omitempty"`
+	Since       time.Time `json:"since,omitzero"`
+}
+
 func (*VaultRead) Type() string    { return TypeVaultRead }
 func (*VaultFile) Type() string    { return TypeVaultFile }
 func (*VaultWrite) Type() string   { return TypeVaultWrite }

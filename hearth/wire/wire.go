@@ -459,6 +459,9 @@ func (s *Session) health(ref string) *ipc.HealthReport {
 			RecallSearches: ix.Searches.Recall, KeywordSearches: ix.Searches.Keyword,
 		}
 	}
+	if v := h.Vault; v != nil {
+		r.Vault = &ipc.VaultHealth{Uncommitted: v.Uncommitted, Failing: v.Failing, Since: v.Since}
+	}
 	if s.opts.Health != nil {
 		s.opts.Health(r)
 	}
