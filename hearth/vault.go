@@ -39,6 +39,9 @@ type Vault interface {
 	List(ctx context.Context, f vault.ListFilter) ([]vault.NoteInfo, error)
 	// History lists the changes to a file, newest first.
 	History(ctx context.Context, path string, limit int) ([]vault.Change, error)
+	// Purge empties a layer (a directory of the vault), ledgered and
+	// committed.
+	Purge(ctx context.Context, layer, reason, author string) (vault.Result, error)
 }
 
 // Decisions a ProposalDecided carries.
