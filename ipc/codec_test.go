@@ -102,6 +102,10 @@ var samples = []struct {
 	{ipc.TypeVaultHistory, &ipc.VaultHistory{Path: "knowledge/prefs/coffee.md", Limit: 20, Ref: "h1"}},
 	{ipc.TypeVaultChanges, &ipc.VaultChanges{Path: "knowledge/prefs/coffee.md", Changes: []ipc.VaultChange{{Commit: "4f1c2d", Author: "owner", When: ts1,
 		Op: "update", Subject: "vault: update knowledge/prefs/coffee.md", Reason: "my coffee", Proposal: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F"}}, More: true, Ref: "h1"}},
+	{ipc.TypeVaultPurge, &ipc.VaultPurge{Layer: "threads", Confirm: true, Reason: "start over", Ref: "p1"}},
+	{ipc.TypeVaultPurged, &ipc.VaultPurged{Layer: "knowledge", Removed: 12, Commit: "4f1c2d", CommitFailed: true, Ref: "p1"}},
+	{ipc.TypeVaultExport, &ipc.VaultExport{Path: "/home/ana/mnemo.tar.gz", Ref: "e1"}},
+	{ipc.TypeVaultExported, &ipc.VaultExported{Path: "/home/ana/mnemo.tar.gz", Bytes: 48213, Files: 31, Notes: []string{"threads/x: a symbolic link, not exported"}, Ref: "e1"}},
 }
 
 var prop1 = ipc.Proposal{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Op: "create", Path: "knowledge/prefs/coffee.md", Reason: "the owner said so",
@@ -119,6 +123,7 @@ var allTypes = []string{
 	ipc.TypeForget, ipc.TypeForgotten,
 	ipc.TypeProposals, ipc.TypeProposal, ipc.TypeProposalList, ipc.TypeProposalDecide, ipc.TypeProposalDecided,
 	ipc.TypeVaultRead, ipc.TypeVaultFile, ipc.TypeVaultWrite, ipc.TypeVaultList, ipc.TypeVaultNotes, ipc.TypeVaultHistory, ipc.TypeVaultChanges,
+	ipc.TypeVaultPurge, ipc.TypeVaultPurged, ipc.TypeVaultExport, ipc.TypeVaultExported,
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {

@@ -9,13 +9,17 @@ import "time"
 
 // Message types of the vault's operations.
 const (
-	TypeVaultRead    = "vault_read"    // client
-	TypeVaultWrite   = "vault_write"   // client
-	TypeVaultList    = "vault_list"    // client
-	TypeVaultHistory = "vault_history" // client
-	TypeVaultFile    = "vault_file"    // hearth
-	TypeVaultNotes   = "vault_notes"   // hearth
-	TypeVaultChanges = "vault_changes" // hearth
+	TypeVaultRead     = "vault_read"     // client
+	TypeVaultWrite    = "vault_write"    // client
+	TypeVaultList     = "vault_list"     // client
+	TypeVaultHistory  = "vault_history"  // client
+	TypeVaultFile     = "vault_file"     // hearth
+	TypeVaultNotes    = "vault_notes"    // hearth
+	TypeVaultChanges  = "vault_changes"  // hearth
+	TypeVaultPurge    = "vault_purge"    // client
+	TypeVaultPurged   = "vault_purged"   // hearth
+	TypeVaultExport   = "vault_export"   // client
+	TypeVaultExported = "vault_exported" // hearth
 )
 
 // Vault write operations (VaultWrite.Op).
@@ -143,6 +147,52 @@ type VaultChanges struct {
 	Ref     string        `json:"ref,omitempty"`
 }
 
+// VaultPurge is the owner's purge of one layer of memory: index (dropped
+// and rebuilt from the journal), summaries, knowledge, proposals, or
+// threads (the conversation: only with Confirm). Answered by VaultPurged.
+//
+//	{"type":"vault_purge","layer":"knowledge","reason":"start over","ref":"p1"}
+type VaultPurge struct {
+	Layer   string `json:"layer"`
+	Confirm bool   `json:"confirm,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Ref     string `json:"ref,omitempty"`
+}
+
+// VaultPurged answers VaultPurge: how many files (or turns, for threads)
+// it removed, and the commit that holds a vault layer's purge.
+//
+//	{"type":"vault_purged","layer":"knowledge","removed":12,"commit":"4f1c…","ref":"p1"}
+type VaultPurged struct {
+	Layer        string `json:"layer"`
+	Removed      int    `json:"removed"`
+	Commit       string `json:"commit,omitempty"`
+	CommitFailed bool   `json:"commit_failed,omitempty"`
+	Ref          string `json:"ref,omitempty"`
+}
+
+// VaultExport asks hearth to export the memory root to one archive on
+// its machine: to Path (absolute), or under the root's
+// artifacts/exports/. Answered by VaultExported.
+//
+//	{"type":"vault_export","path":"/home/ana/mnemo.tar.gz","ref":"e1"}
+type VaultExport struct {
+	Path string `json:"path,omitempty"`
+	Ref  string `json:"ref,omitempty"`
+}
+
+// VaultExported answers VaultExport: where the archive is, its size, the
+// files it holds, and what it left out (Notes).
+//
+//	{"type":"vault_exported","path":"/home/ana/mnemo.tar.gz","bytes":48213,"files":31,"ref":"e1"}
+type VaultExported struct {
+	Path  string   `json:"path"`
+	Bytes int64    `json:"bytes"`
+	Files int      `json:"files"`
+	Notes []string `json:"notes,omitempty"`
+	Ref   string   `json:"ref,omitempty"`
+}
+
 // VaultHealth is the vault's commit state in a HealthReport: Uncommitted
 // counts writes saved whose git commit failed and is being retried,
 // Failing says why, since Since.
@@ -152,13 +202,17 @@ type VaultHealth struct {
 	Since       time.Time `json:"since,omitzero"`
 }
 
-func (*VaultRead) Type() string    { return TypeVaultRead }
-func (*VaultFile) Type() string    { return TypeVaultFile }
-func (*VaultWrite) Type() string   { return TypeVaultWrite }
-func (*VaultList) Type() string    { return TypeVaultList }
-func (*VaultNotes) Type() string   { return TypeVaultNotes }
-func (*VaultHistory) Type() string { return TypeVaultHistory }
-func (*VaultChanges) Type() string { return TypeVaultChanges }
+func (*VaultRead) Type() string     { return TypeVaultRead }
+func (*VaultFile) Type() string     { return TypeVaultFile }
+func (*VaultWrite) Type() string    { return TypeVaultWrite }
+func (*VaultList) Type() string     { return TypeVaultList }
+func (*VaultNotes) Type() string    { return TypeVaultNotes }
+func (*VaultHistory) Type() string  { return TypeVaultHistory }
+func (*VaultChanges) Type() string  { return TypeVaultChanges }
+func (*VaultPurge) Type() string    { return TypeVaultPurge }
+func (*VaultPurged) Type() string   { return TypeVaultPurged }
+func (*VaultExport) Type() string   { return TypeVaultExport }
+func (*VaultExported) Type() string { return TypeVaultExported }
 
 // newVaultMsg returns a zero vault message of the named type, or nil.
 func newVaultMsg(typ string) Msg {
@@ -177,6 +231,14 @@ func newVaultMsg(typ string) Msg {
 		return new(VaultHistory)
 	case TypeVaultChanges:
 		return new(VaultChanges)
+	case TypeVaultPurge:
+		return new(VaultPurge)
+	case TypeVaultPurged:
+		return new(VaultPurged)
+	case TypeVaultExport:
+		return new(VaultExport)
+	case TypeVaultExported:
+		return new(VaultExported)
 	}
 	return nil
 }

@@ -35,6 +35,10 @@ func await(t *testing.T, c *ipc.Conn, m ipc.Msg, ref string) ipc.Msg {
 			r = g.Ref
 		case *ipc.ProposalDecided:
 			r = g.Ref
+		case *ipc.VaultExported:
+			r = g.Ref
+		case *ipc.VaultPurged:
+			r = g.Ref
 		case *ipc.Error:
 			r = g.Ref
 		}
@@ -92,6 +96,7 @@ func TestVaultOperationsOverTheWire(t *testing.T) {
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{
 			{ID: "t4", Name: "memory_propose", Arguments: `{"op":"edit","path":"` + path + `","content":"The owner adds mint this year.","why":"the owner said so"}`},
 			{ID: "t5", Name: "memory_propose", Arguments: `{"path":"knowledge/prefs/tea.md","title":"Tea","type":"preference","content":"Green tea in the afternoon.","why":"the owner said so"}`},
+			{ID: "t6", Name: "memory_export", Arguments: `{}`},
 		}},
 		llmtest.Reply{Chunks: []llmtest.Chunk{{Text: "Noted."}}},
 	)
@@ -112,6 +117,7 @@ func TestVaultOperationsOverTheWire(t *testing.T) {
 		"t3": "2 changes to " + path,
 		"t4": "applied: update " + path,
 		"t5": "queued for the owner's review",
+		"t6": "exported to " + filepath.Join(root, "artifacts", "exports") + "/mnemo-",
 	} {
 		if !strings.Contains(results[id], want) {
 			t.Errorf("tool %s result %q, want it to contain %q", id, results[id], want)
@@ -129,5 +135,18 @@ func TestVaultOperationsOverTheWire(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(root, "knowledge/prefs/tea.md")); string(b) != mine {
 		t.Errorf("the approved note is not the owner's edit:\n%s", b)
+	}
+	x, ok := await(t, c, &ipc.VaultExport{Ref: "e1"}, "e1").(*ipc.VaultExported)
+	if !ok || x.Bytes == 0 || !strings.HasPrefix(x.Path, filepath.Join(root, "artifacts", "exports")) {
+		t.Fatalf("vault_export: %+v", x)
+	}
+	if st, err := os.Stat(x.Path); err != nil || st.Size() != x.Bytes {
+		t.Errorf("the archive: %v", err)
+	}
+	if p, ok := await(t, c, &ipc.VaultPurge{Layer: "proposals", Ref: "p1"}, "p1").(*ipc.VaultPurged); !ok || p.Removed != 0 {
+		t.Errorf("vault_purge proposals: %+v", p)
+	}
+	if e, ok := await(t, c, &ipc.VaultPurge{Layer: "threads", Ref: "p2"}, "p2").(*ipc.Error); !ok || e.Code != ipc.CodeBadRequest {
+		t.Errorf("vault_purge threads without confirm: %+v", e)
 	}
 }

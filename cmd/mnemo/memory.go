@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -32,6 +33,11 @@ const memoryUsage = `usage: mnemo memory COMMAND
   approve ID [--file F]
                     write a proposal (F: your edited version of its file)
   reject ID         drop a proposal
+  purge LAYER [--confirm] [--reason R]
+                    empty a layer: index, summaries, knowledge, proposals, or
+                    threads (the whole conversation: needs --confirm)
+  export [PATH]     hearth writes an archive of the memory root on its own
+                    machine (default: under the root's artifacts/exports/)
   Writes are yours: ledgered in audit/ledger.jsonl and committed.`
 
 // memoryReq is a parsed mnemo memory command: the request to send (its
@@ -166,6 +172,30 @@ func memoryArgs(args []string) (memoryReq, error) {
 			return req, usagef("memory reject needs one proposal id (mnemo memory pending shows them)")
 		}
 		req.msg = &ipc.ProposalDecide{ID: id}
+	case "purge":
+		fs.BoolVar(&confirmed, "confirm", false, "")
+		fs.StringVar(&reason, "reason", "", "")
+		layer, err := one()
+		if err != nil {
+			return req, usagef("memory purge needs one layer: index, summaries, knowledge, proposals or threads")
+		}
+		if layer == "threads" && !confirmed {
+			return req, usagef("memory purge threads erases the whole conversation from disk: add --confirm")
+		}
+		req.msg = &ipc.VaultPurge{Layer: layer, Confirm: confirmed, Reason: reason}
+	case "export":
+		if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 1 {
+			return req, usagef("memory export takes at most one path\n%s", memoryUsage)
+		}
+		p := fs.Arg(0)
+		if p != "" {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return req, err
+			}
+			p = abs
+		}
+		req.msg = &ipc.VaultExport{Path: p}
 	default:
 		return req, usagef("unknown memory command %q\n%s", sub, memoryUsage)
 	}
@@ -247,6 +277,24 @@ func printVault(w io.Writer, m ipc.Msg) error {
 		default:
 			return fmt.Errorf("not written: %s", m.Why)
 		}
+	case *ipc.VaultPurged:
+		what := "files"
+		if m.Layer == "threads" {
+			what = "turns"
+		}
+		fmt.Fprintf(w, "purged %s: %d %s", m.Layer, m.Removed, what)
+		switch {
+		case m.Commit != "":
+			fmt.Fprintf(w, " (commit %s)", m.Commit[:min(len(m.Commit), 12)])
+		case m.CommitFailed:
+			fmt.Fprint(w, " (not committed yet: git failed; hearth retries)")
+		}
+		fmt.Fprintln(w)
+	case *ipc.VaultExported:
+		for _, n := range m.Notes {
+			fmt.Fprintln(w, "note:", n)
+		}
+		fmt.Fprintf(w, "exported %d files to %s (%d bytes) on hearth's machine\n", m.Files, m.Path, m.Bytes)
 	case *ipc.VaultFile:
 		io.WriteString(w, m.Content)
 		if m.Truncated {
@@ -311,6 +359,10 @@ func setVaultRef(m ipc.Msg, ref string) {
 		m.Ref = ref
 	case *ipc.VaultHistory:
 		m.Ref = ref
+	case *ipc.VaultPurge:
+		m.Ref = ref
+	case *ipc.VaultExport:
+		m.Ref = ref
 	}
 }
 
@@ -329,6 +381,10 @@ func awaitVault(ctx context.Context, conn *ipc.Conn, ref string) (ipc.Msg, error
 		case *ipc.VaultNotes:
 			r = m.Ref
 		case *ipc.VaultChanges:
+			r = m.Ref
+		case *ipc.VaultPurged:
+			r = m.Ref
+		case *ipc.VaultExported:
 			r = m.Ref
 		}
 		if r != ref {

@@ -154,4 +154,24 @@ func TestMemoryOperations(t *testing.T) {
 	if r := mem("", "read", "knowledge/none.md"); r.code != 1 || !strings.Contains(r.stderr, "does not exist") {
 		t.Errorf("read a missing file: %v\nwant exit 1", r)
 	}
+
+	out := filepath.Join(t.TempDir(), "backup.tar.gz")
+	if r := mem("", "export", out); r.code != 0 || !strings.Contains(r.stdout, "to "+out) {
+		t.Errorf("export: %v", r)
+	}
+	if st, err := os.Stat(out); err != nil || st.Size() == 0 {
+		t.Errorf("the export: %v", err)
+	}
+	if r := mem("", "purge", "threads"); r.code != 2 || !strings.Contains(r.stderr, "--confirm") {
+		t.Errorf("purge threads without --confirm: %v\nwant exit 2", r)
+	}
+	if r := mem("", "purge", "knowledge", "--reason", "start over"); r.code != 0 || !strings.Contains(r.stdout, "purged knowledge: 1 files (commit ") {
+		t.Errorf("purge knowledge: %v", r)
+	}
+	if r := mem("", "list"); r.code != 0 || !strings.Contains(r.stdout, "no notes match") {
+		t.Errorf("list after the purge: %v", r)
+	}
+	if r := mem("", "purge", "frob"); r.code != 1 || !strings.Contains(r.stderr, "unknown layer") {
+		t.Errorf("purge an unknown layer: %v\nwant exit 1", r)
+	}
 }

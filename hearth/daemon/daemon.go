@@ -237,6 +237,10 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 			tools.MemoryHistory(func(ctx context.Context, path string, limit int) ([]vault.Change, error) {
 				return core.VaultHistory(ctx, path, limit)
 			}),
+			tools.MemoryExport(func(ctx context.Context) (string, int64, error) {
+				res, err := core.Export(ctx, "")
+				return res.Path, res.Bytes, err
+			}),
 			tools.History(func(n int) ([]memory.Hit, error) {
 				recs, err := j.Tail(n)
 				out := make([]memory.Hit, len(recs))

@@ -159,3 +159,25 @@ func MemoryHistory(history VaultHistoryFunc) Builtin {
 		return Result{Text: b.String()}, nil
 	}}
 }
+
+// VaultExportFunc writes an export of the memory root under its
+// artifacts/exports/ and says where and how big.
+type VaultExportFunc func(ctx context.Context) (path string, size int64, err error)
+
+// MemoryExport is the memory_export tool: the owner's whole memory as one
+// archive under the memory root's artifacts/exports/ (files, git history,
+// a README; readable with tar and git).
+func MemoryExport(export VaultExportFunc) Builtin {
+	spec := builtinSpec("memory_export",
+		"Export the owner's whole memory (conversation, notes, their git history) to one .tar.gz under the memory root's artifacts/exports/, readable with tar and git and restorable with `mnemo import`. "+
+			"Use it when the owner asks for a backup or an export. Returns the archive's path and size.",
+		`{"type":"object","properties":{}}`)
+	spec.Effect, spec.Idempotent = WritesLocal, false
+	return Builtin{Spec: spec, Run: func(ctx context.Context, args json.RawMessage) (Result, error) {
+		path, size, err := export(ctx)
+		if err != nil {
+			return Result{Text: err.Error(), IsError: true}, nil
+		}
+		return Result{Text: fmt.Sprintf("exported to %s (%d bytes)", path, size)}, nil
+	}}
+}

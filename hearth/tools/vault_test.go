@@ -51,6 +51,8 @@ func TestVaultReadTools(t *testing.T) {
 		{"read missing", read, `{"path":"knowledge/none.md"}`, true, []string{"does not exist"}},
 		{"read bad args", read, `{"path":3}`, true, []string{"invalid arguments"}},
 		{"list", list, `{"type":"person","status":"active","tag":"x","prefix":"knowledge/"}`, false, []string{"2 notes:", "- knowledge/a.md type=person status=active: A tags=x,y", "knowledge/b.md (does not parse"}},
+		{"export", MemoryExport(func(context.Context) (string, int64, error) { return "/r/artifacts/exports/m.tar.gz", 42, nil }), `{}`, false, []string{"exported to /r/artifacts/exports/m.tar.gz (42 bytes)"}},
+		{"export fails", MemoryExport(func(context.Context) (string, int64, error) { return "", 0, errors.New("disk full") }), `{}`, true, []string{"disk full"}},
 		{"history", history, `{"path":"knowledge/a.md","limit":500}`, false, []string{"2 changes to knowledge/a.md", "version=uncommitted [2026-11-01T09:00:00Z] by owner: reject: rejected by the owner", "version=0123456789ab [2026-11-01T09:00:00Z] by agent: create: the owner said so"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

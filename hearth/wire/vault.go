@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/ipc"
@@ -16,6 +17,45 @@ type VaultCore interface {
 	VaultWrite(ctx context.Context, w hearth.VaultWrite) (hearth.ProposalOutcome, error)
 	VaultList(ctx context.Context, f vault.ListFilter) ([]vault.NoteInfo, error)
 	VaultHistory(ctx context.Context, path string, limit int) ([]vault.Change, error)
+	PurgeLayer(ctx context.Context, req hearth.PurgeRequest) (hearth.PurgeResult, error)
+	Export(ctx context.Context, path string) (hearth.ExportResult, error)
+}
+
+// purgeTimeout and exportTimeout bound a purge and an export.
+const (
+	purgeTimeout  = 10 * time.Minute
+	exportTimeout = 30 * time.Minute
+)
+
+// vaultPurge carries out the owner's purge off the caller's goroutine;
+// once asked it completes even when the client leaves.
+func (s *Session) vaultPurge(m *ipc.VaultPurge) {
+	req := hearth.PurgeRequest{Layer: m.Layer, Confirm: m.Confirm, Reason: m.Reason}
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), purgeTimeout)
+		defer cancel()
+		res, err := s.core.PurgeLayer(ctx, req)
+		if err != nil {
+			s.refuse(err, m.Ref)
+			return
+		}
+		s.reply(&ipc.VaultPurged{Layer: res.Layer, Removed: res.Removed, Commit: res.Commit, CommitFailed: res.CommitFailed, Ref: m.Ref})
+	})
+}
+
+// vaultExport writes an export off the caller's goroutine; Close
+// cancels it.
+func (s *Session) vaultExport(m *ipc.VaultExport) {
+	s.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, exportTimeout)
+		defer cancel()
+		res, err := s.core.Export(ctx, m.Path)
+		if err != nil {
+			s.refuse(err, m.Ref)
+			return
+		}
+		s.reply(&ipc.VaultExported{Path: res.Path, Bytes: res.Bytes, Files: res.Files, Notes: res.Notes, Ref: m.Ref})
+	})
 }
 
 // vaultRead answers a vault_read off the caller's goroutine.

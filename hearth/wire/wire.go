@@ -189,6 +189,10 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.vaultList(m)
 	case *ipc.VaultHistory:
 		s.vaultHistory(m)
+	case *ipc.VaultPurge:
+		s.vaultPurge(m)
+	case *ipc.VaultExport:
+		s.vaultExport(m)
 	case *ipc.Health:
 		s.reply(s.health(m.Ref))
 	case *ipc.Disconnect:
