@@ -123,6 +123,13 @@ func (h *Hearth) Propose(ctx context.Context, p vault.Proposal) (ProposalOutcome
 		}
 	}
 	d := vault.Decide(pol, &p, current)
+	if d.Verdict == vault.Reject && racedOwner(&p, current) {
+		// The owner edited the file since the proposal was made: their
+		// text stays, and the change is proposed again, against it, for
+		// them to review (never applied on its own).
+		d = vault.Decision{Verdict: vault.Queue, Why: "re-proposed: the file changed since the proposal was made (the owner's edit is kept); review it against the file as it is"}
+		p.Base = vault.Hash(current)
+	}
 	out := ProposalOutcome{ID: p.ID, Path: p.Path, Why: d.Why}
 	switch d.Verdict {
 	case vault.Queue:
@@ -141,6 +148,13 @@ func (h *Hearth) Propose(ctx context.Context, p vault.Proposal) (ProposalOutcome
 		h.publish(&ProposalDecided{ProposalOutcome: out, By: DecidedByPolicy})
 		return out, nil
 	}
+}
+
+// racedOwner reports whether p, not the owner's, changes a file that is
+// no longer the one it was made against (an edit of the owner's raced it).
+func racedOwner(p *vault.Proposal, current []byte) bool {
+	return p.Author != vault.AuthorOwner && p.Op != vault.OpCreate && p.Base != "" &&
+		current != nil && vault.Hash(current) != p.Base
 }
 
 // ProposalDecision is the owner's decision on a queued proposal.

@@ -157,9 +157,10 @@ func TestVaultOwnerWriteRefused(t *testing.T) {
 }
 
 // The owner edits a note by hand while the agent's update of it is under
-// way: the agent's write, made against the older file, is refused as
-// stale and the owner's text kept; proposed again against the file as it
-// is, it goes through.
+// way: the agent's write, made against the older file, is not applied —
+// the owner's text is kept and committed as theirs — but proposed again,
+// against the file as it is, for the owner to review; approved, the
+// agent's edit lands on the owner's text.
 func TestHandEditRacesAgentWrite(t *testing.T) {
 	h, dir := startVaultCore(t)
 	ctx := t.Context()
@@ -175,22 +176,25 @@ func TestHandEditRacesAgentWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := h.VaultWrite(ctx, agent)
-	if err != nil || out.Decision != hearth.DecisionRejected || !strings.Contains(out.Why, "changed since") {
-		t.Fatalf("the racing agent write: %+v, %v; want rejected as stale", out, err)
+	if err != nil || out.Decision != hearth.DecisionQueued || !strings.Contains(out.Why, "re-proposed") {
+		t.Fatalf("the racing agent write: %+v, %v; want re-proposed for review", out, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, path)); string(b) != mine {
 		t.Fatalf("the owner's edit was clobbered:\n%s", b)
 	}
-	if log := gitLog(t, dir); !strings.Contains(log[0]+log[1], " owner vault: the owner's edits") {
-		t.Errorf("the hand edit was not committed as the owner's: %q", log[:2])
+	if log := gitLog(t, dir)[0]; !strings.Contains(log, " owner vault: the owner's edits") {
+		t.Errorf("the hand edit was not committed as the owner's: %q", log)
 	}
-	agent.Base = ""
-	out, err = h.VaultWrite(ctx, agent)
-	if err != nil || out.Decision != hearth.DecisionApplied {
-		t.Fatalf("proposed again: %+v, %v; want applied", out, err)
+	ps, err := h.Proposals(ctx)
+	if err != nil || len(ps) != 1 || ps[0].ID != out.ID || ps[0].Base != vault.Hash([]byte(mine)) {
+		t.Fatalf("pending %+v, %v; want the re-proposal against the owner's text", ps, err)
+	}
+	got, err := h.DecideProposal(ctx, out.ID, hearth.ProposalDecision{Approve: true})
+	if err != nil || got.Decision != hearth.DecisionApplied {
+		t.Fatalf("approve the re-proposal: %+v, %v", got, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, path)); !strings.Contains(string(b), "Only herbs on the balcony.\nThe owner also grows mint.\n") {
-		t.Errorf("the note after the agent's edit:\n%s", b)
+		t.Errorf("the note after the approval:\n%s", b)
 	}
 }
 
