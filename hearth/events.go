@@ -209,7 +209,7 @@ func Size(ev Event) int64 {
 	case *Problem:
 		return overhead + int64(len(e.Message))
 	case *ProposalQueued:
-		return overhead + int64(len(e.Proposal.Content)+len(e.Proposal.Reason)+len(e.Why))
+		return overhead + int64(len(e.Proposal.Content)+len(e.Proposal.Reason)+len(e.Why)+len(e.Current))
 	case *ProposalDecided:
 		return overhead + int64(len(e.Why))
 	}

@@ -100,6 +100,9 @@ type Config struct {
 	// VaultRetry paces retries of failed vault commits; zero:
 	// DefaultVaultRetry.
 	VaultRetry backoff.Policy
+	// ToolCatalog keeps knowledge/system/tool_catalog.md in the Vault
+	// written from Tools while Run runs (see RefreshToolCatalog).
+	ToolCatalog bool
 
 	HistoryTurns   int           // records in a snapshot; default 50
 	ContextTurns   int           // most records sent to the model, within the budget; default 100
@@ -160,6 +163,8 @@ type Hearth struct {
 	// before the next vault write; guarded by commitMu.
 	uncommitted []uncommitted
 	keeper      vaultKeeper // see vault_keeper.go
+	// catalog keeps the tool catalog; nil when Config.ToolCatalog is off.
+	catalog *catalog
 
 	mu      sync.Mutex
 	subs    map[*Subscription]struct{}
@@ -192,6 +197,8 @@ type conversation struct {
 	settled chan struct{}
 	// voice is the mode-switch state cross-modal injection keeps.
 	voice modeState
+	// voiceCalls are the call ids of the voice tool calls running.
+	voiceCalls map[string]bool
 }
 
 // turnReq is a message or transcript waiting its turn.
@@ -236,6 +243,10 @@ func New(cfg Config) (*Hearth, error) {
 	if cfg.Models != nil {
 		h.conv.current, _ = cfg.Models.Resolve()
 	}
+	if cfg.ToolCatalog && cfg.Vault != nil && cfg.Tools != nil {
+		h.catalog = &catalog{raw: cfg.Tools, wake: make(chan struct{}, 1)}
+		h.cfg.Tools = observedTools{Tools: cfg.Tools, cat: h.catalog}
+	}
 	return h, nil
 }
 
@@ -255,7 +266,9 @@ func (h *Hearth) Run(ctx context.Context) error {
 	keeperDone := h.startVaultKeeper(ctx)
 	defer func() { <-keeperDone }()
 
+	catalogDone := h.startCatalog(ctx)
 	h.converse(ctx, turnCtx, h.conv)
+	catalogDone()
 	h.log.Info("shutting down")
 
 	h.mu.Lock()

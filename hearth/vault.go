@@ -68,6 +68,9 @@ type ProposalOutcome struct {
 type ProposalQueued struct {
 	Proposal vault.Proposal
 	Why      string // why policy queued it
+	// Current is the file as it is now (nil: there is none), so that the
+	// owner sees the change as a diff.
+	Current []byte
 }
 
 // ProposalDecided is a proposal applied or rejected, by policy or by the
@@ -138,7 +141,7 @@ func (h *Hearth) Propose(ctx context.Context, p vault.Proposal) (ProposalOutcome
 			return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not queue the proposal; nothing was written"}
 		}
 		out.Decision = DecisionQueued
-		h.publish(&ProposalQueued{Proposal: p, Why: d.Why})
+		h.publish(&ProposalQueued{Proposal: p, Why: d.Why, Current: current})
 		return out, nil
 	case vault.Apply:
 		return h.applyLocked(ctx, &p, d.Why, DecidedByPolicy)
@@ -261,6 +264,36 @@ func (h *Hearth) Proposals(ctx context.Context) ([]vault.Proposal, error) {
 	out := make([]vault.Proposal, len(ps))
 	for i, p := range ps {
 		out[i] = *p
+	}
+	return out, nil
+}
+
+// ReviewProposals lists the proposals waiting for the owner, oldest
+// first, as the owner reviews them: each with the file as it is now and
+// what policy says of it now (why it waits, or that the file changed
+// since). It only reads: a write under way may land just after.
+func (h *Hearth) ReviewProposals(ctx context.Context) ([]ProposalQueued, error) {
+	ps, err := h.Proposals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v := h.cfg.Vault
+	pol, perr := v.Policy()
+	out := make([]ProposalQueued, len(ps))
+	for i, p := range ps {
+		out[i].Proposal = p
+		if !fs.ValidPath(p.Path) {
+			continue
+		}
+		cur, err := v.Read(p.Path)
+		if err != nil {
+			h.log.Warn("vault: read a file under review", "path", p.Path, "err", err)
+			continue
+		}
+		out[i].Current = cur
+		if perr == nil {
+			out[i].Why = vault.Decide(pol, &p, cur).Why
+		}
 	}
 	return out, nil
 }

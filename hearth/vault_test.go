@@ -326,3 +326,55 @@ func TestApproveStale(t *testing.T) {
 		t.Errorf("the owner's note was not committed as theirs: %s", log)
 	}
 }
+
+// A queued change is reviewed as a diff: its event and the review list
+// carry the file as it is, and the list says what policy says of it now.
+func TestReviewProposalsCarryTheFileAndWhy(t *testing.T) {
+	h, dir := startVaultCore(t)
+	s, err := h.Subscribe(hearth.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	path := "knowledge/prefs/coffee.md"
+	old := noteProposal(path, "preference", "the owner drinks black coffee").Content
+	if err := os.MkdirAll(filepath.Join(dir, "knowledge/prefs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, path), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := noteProposal(path, "preference", "")
+	p.Op, p.Base = vault.OpUpdate, vault.Hash([]byte(old))
+	p.Content = strings.Replace(old, "black coffee", "flat whites", 1)
+	out, err := h.Propose(t.Context(), p)
+	if err != nil || out.Decision != hearth.DecisionQueued {
+		t.Fatalf("%+v, %v; want queued", out, err)
+	}
+	q, ok := nextVaultEvent(t, s).(*hearth.ProposalQueued)
+	if !ok || string(q.Current) != old {
+		t.Fatalf("queued event %+v, want the file as it is", q)
+	}
+
+	list, err := h.ReviewProposals(t.Context())
+	if err != nil || len(list) != 1 {
+		t.Fatalf("%+v, %v", list, err)
+	}
+	if got := list[0]; got.Proposal.ID != out.ID || string(got.Current) != old || got.Why != q.Why {
+		t.Errorf("listed %+v, want %s with the file and why %q", got, out.ID, q.Why)
+	}
+
+	// The owner edits the file meanwhile: the review shows it, and why
+	// the proposal can no longer apply.
+	edited := strings.Replace(old, "black coffee", "espresso", 1)
+	if err := os.WriteFile(filepath.Join(dir, path), []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list, err = h.ReviewProposals(t.Context())
+	if err != nil || len(list) != 1 {
+		t.Fatalf("%+v, %v", list, err)
+	}
+	if got := list[0]; string(got.Current) != edited || !strings.Contains(got.Why, "changed since") {
+		t.Errorf("after the owner's edit: current %q, why %q", got.Current, got.Why)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mnemo/mnemo/hearth/agent"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
@@ -293,15 +294,11 @@ func (h *Hearth) voiceMemories(ctx context.Context) string {
 	return h.openingMemories(ctx, h.conv, 1, map[string]bool{})
 }
 
-// voiceTools are the tools the voice session is offered: the same
-// registry as text turns.
+// voiceTools are the tools the voice session is offered: those a text
+// turn offers (admin tools never), exactly the ones RunVoiceTool accepts.
 func (h *Hearth) voiceTools(ctx context.Context) []VoiceTool {
-	if h.cfg.Tools == nil {
-		return nil
-	}
-	specs, err := h.cfg.Tools.List(ctx)
-	if err != nil {
-		h.log.Warn("voice session offered no tools", "err", err)
+	specs := agent.Offered(ctx, h.cfg.Tools, h.log)
+	if len(specs) == 0 {
 		return nil
 	}
 	out := make([]VoiceTool, 0, len(specs))

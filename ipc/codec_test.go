@@ -109,7 +109,8 @@ var samples = []struct {
 }
 
 var prop1 = ipc.Proposal{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Op: "create", Path: "knowledge/prefs/coffee.md", Reason: "the owner said so",
-	Author: "agent", Why: "the policy reviews changes to knowledge/prefs/", Content: "---\nid: x\n---\nblack coffee\n", Truncated: true, CreatedAt: ts1}
+	Author: "agent", Why: "the policy reviews changes to knowledge/prefs/", Content: "---\nid: x\n---\nblack coffee\n", Truncated: true, CreatedAt: ts1,
+	Current: "---\nid: x\n---\ntea\n", CurrentTruncated: true, Sources: []ipc.ProposalSource{{Thread: "main", Turn: "01KAK3J7Y0Q2V5S8WZ3C9D4E6F"}}}
 
 // allTypes lists every type constant of protocol v1; a new type must be
 // added here and to samples.

@@ -580,9 +580,12 @@ type Proposals struct {
 // owner's review: every client is sent it when policy queues it, and
 // ProposalList carries those still waiting. Content is the whole new file
 // (create, update), cut to MaxTurnContent (Truncated); Why is why policy
-// queued it.
+// queued it. Current is the file as it is now, for a client's diff
+// ("" for a create, or a file not there), cut the same way
+// (CurrentTruncated); Sources are the turns the change cites. Both are
+// optional: an older hearth sends neither.
 //
-//	{"type":"proposal","id":"prop_01K…","op":"create","path":"knowledge/prefs/coffee.md","reason":"the owner said so","author":"agent","why":"the policy reviews changes to knowledge/prefs/","content":"---\n…","created_at":"…"}
+//	{"type":"proposal","id":"prop_01K…","op":"create","path":"knowledge/prefs/coffee.md","reason":"the owner said so","author":"agent","why":"the policy reviews changes to knowledge/prefs/","content":"---\n…","created_at":"…","sources":[{"turn":"01K…"}]}
 type Proposal struct {
 	ID        string    `json:"id"`
 	Op        string    `json:"op"`
@@ -593,6 +596,16 @@ type Proposal struct {
 	Content   string    `json:"content,omitempty"`
 	Truncated bool      `json:"truncated,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+
+	Current          string           `json:"current,omitempty"`
+	CurrentTruncated bool             `json:"current_truncated,omitempty"`
+	Sources          []ProposalSource `json:"sources,omitempty"`
+}
+
+// ProposalSource is a turn a proposal cites: its thread and turn ids.
+type ProposalSource struct {
+	Thread string `json:"thread,omitempty"`
+	Turn   string `json:"turn,omitempty"`
 }
 
 // ProposalList answers Proposals: the proposals waiting, oldest first,

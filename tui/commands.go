@@ -25,6 +25,7 @@ var commands = []command{
 	{"/clear", "", "clear the view (hearth keeps the conversation)"},
 	{"/history", "[N]", "show the last N messages (all without N)"},
 	{"/search", "<query>", "search memory; filter with role: kind: since: until:"},
+	{"/review", "", "review memory changes waiting for you (alt+r)"},
 	{"/model", "", "show the provider and model"},
 	{"/cancel", "", "stop the reply in flight (esc)"},
 	{"/tools", "", "toggle the tool panel (ctrl+t)"},
@@ -142,6 +143,8 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		m.search = searchState{ref: ref, query: arg, waiting: true}
 		m.overlay = overlaySearch
 		m.backend.Send(req)
+	case "/review":
+		m.openReview()
 	case "/model":
 		m.chat.notice(levelInfo, m.modelLine())
 	case "/cancel":

@@ -11,6 +11,7 @@ import "github.com/charmbracelet/bubbles/key"
 //	esc              cancel the reply in flight; close a panel; jump to the end
 //	pgup / pgdown    scroll a page; shift+up / shift+down a line; mouse wheel
 //	ctrl+home/end    oldest / newest
+//	alt+r            review memory changes (/review)
 //	ctrl+t           tool panel
 //	alt+t            timestamps
 //	ctrl+g, f1       help
@@ -21,6 +22,7 @@ type keyMap struct {
 	PageUp, PageDown, LineUp, LineDown key.Binding
 	Top, Bottom                        key.Binding
 	Tools, Stamps, Help, Quit          key.Binding
+	Review                             key.Binding
 	Yes, No                            key.Binding
 }
 
@@ -42,6 +44,7 @@ func newKeyMap() keyMap {
 		Bottom:   b([]string{"ctrl+end"}, "ctrl+end", "newest"),
 		Tools:    b([]string{"ctrl+t"}, "ctrl+t", "tools"),
 		Stamps:   b([]string{"alt+t"}, "alt+t", "timestamps"),
+		Review:   b([]string{"alt+r"}, "alt+r", "review memory"),
 		Help:     b([]string{"ctrl+g", "f1"}, "ctrl+g", "help"),
 		Quit:     b([]string{"ctrl+c"}, "ctrl+c", "quit"),
 		Yes:      b([]string{"y", "Y"}, "y", "allow"),
@@ -58,7 +61,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Send, k.Newline, k.History, k.Complete},
-		{k.Cancel, k.PageUp, k.PageDown, k.LineUp, k.LineDown},
+		{k.Cancel, k.PageUp, k.PageDown, k.LineUp, k.LineDown, k.Review},
 		{k.Top, k.Bottom, k.Tools, k.Stamps, k.Help, k.Quit},
 	}
 }

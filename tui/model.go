@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -24,6 +25,9 @@ type Config struct {
 	Backend Backend
 	Addr    string // hearth's address, for messages
 	Local   bool   // hearth is expected on this machine: say how to start it
+	// Editor is the command that edits a proposed memory change;
+	// default $VISUAL, $EDITOR, vi.
+	Editor string
 
 	// Markdown is the glamour standard style: "dark", "light", "notty"…
 	// Never "auto": detect the background before the program starts.
@@ -104,6 +108,8 @@ type Model struct {
 	panel   bool
 	overlay overlayKind
 	search  searchState
+	review  reviewState
+	editor  []string
 
 	frameOn, secondOn bool
 	shownLen          int    // streamed bytes on screen
@@ -154,6 +160,7 @@ const (
 	overlayNone overlayKind = iota
 	overlayHelp
 	overlaySearch
+	overlayReview
 )
 
 type searchState struct {
@@ -220,6 +227,7 @@ func New(cfg Config) *Model {
 		agent:    ipc.StateIdle,
 		requests: make(map[string]string),
 		dirty:    true,
+		editor:   editorCommand(cfg.Editor, os.Getenv),
 	}
 	m.conn.state = ipc.StateConnecting
 	return m
@@ -286,6 +294,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.onError(msg)
 	case *ipc.Forgotten:
 		m.onForgotten(msg)
+	case *ipc.Proposal, *ipc.ProposalList, *ipc.ProposalDecided, reviewEditedMsg:
+		cmd = m.onReviewMsg(msg)
 	case *ipc.Pong:
 	case *ipc.VoiceCredential:
 		m.log.Info("voice credential ignored: voice is not in this client yet")
@@ -512,6 +522,9 @@ func (m *Model) onKey(k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Bottom):
 		m.chat.toBottom()
 		return nil
+	case key.Matches(k, m.keys.Review):
+		m.openReview()
+		return nil
 	case key.Matches(k, m.keys.Tools):
 		m.togglePanel()
 		return nil
@@ -540,6 +553,9 @@ func (m *Model) onKey(k tea.KeyMsg) tea.Cmd {
 // overlayKey handles a key while help or search results are shown; done
 // means the key was used up.
 func (m *Model) overlayKey(k tea.KeyMsg) (done bool, cmd tea.Cmd) {
+	if m.overlay == overlayReview {
+		return m.reviewKey(k)
+	}
 	if m.overlay == overlaySearch {
 		switch k.String() {
 		case "up", "ctrl+p":
@@ -830,6 +846,7 @@ func (m *Model) onConnected(h *ipc.History) {
 		kept = append(kept, p)
 	}
 	m.pending = kept
+	m.reviewConnected()
 	for _, p := range m.pending {
 		m.transmit(p)
 	}
@@ -960,12 +977,13 @@ func (m *Model) onToolResult(r *ipc.ToolResult) {
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
-var featureLabels = map[string]string{"search": "/search", "cancel": "cancel", "confirm": "confirmations"}
+var featureLabels = map[string]string{"search": "/search", "cancel": "cancel", "confirm": "confirmations", "vault": "memory review"}
 
 func (m *Model) onError(e *ipc.Error) {
 	m.log.Warn("hearth error", "code", e.Code, "message", e.Message, "ref", e.Ref)
 	feature := m.requests[e.Ref]
 	delete(m.requests, e.Ref)
+	m.reviewError(e)
 	if e.Ref != "" {
 		if i := slices.IndexFunc(m.pending, func(p *pendingMsg) bool { return p.ref == e.Ref }); i >= 0 {
 			// hearth did not store the message.
@@ -1040,6 +1058,8 @@ func (m *Model) onSendFailed(f SendFailedMsg) tea.Cmd {
 		m.flashErr("cancel not sent: not connected to hearth")
 	case *ipc.Confirm:
 		m.flashErr("answer not sent: not connected to hearth")
+	case *ipc.Proposals, *ipc.ProposalDecide:
+		m.reviewSendFailed(msg)
 	}
 	return nil
 }

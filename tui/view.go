@@ -46,6 +46,8 @@ func (m *Model) render() string {
 		top = m.helpView(l.chatW, l.chatH)
 	case overlaySearch:
 		top = m.searchView(rc, l.chatW, l.chatH)
+	case overlayReview:
+		top = m.reviewView(l.chatW, l.chatH)
 	default:
 		top = m.chatView(rc, l.chatW, l.chatH)
 	}

@@ -46,7 +46,8 @@ func TestAgentProposesMemory(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "Lisbon in May with Ana") || !strings.Contains(string(b), "title: Moving to Lisbon") {
 		t.Fatalf("the note: %v\n%s", err, b)
 	}
-	out, err := exec.Command("git", "-C", root, "log", "-1", "--format=%an%n%B").CombinedOutput()
+	// The agent's latest commit (hearth also commits its tool catalog).
+	out, err := exec.Command("git", "-C", root, "log", "-1", "--author=agent", "--format=%an%n%B").CombinedOutput()
 	if err != nil {
 		t.Fatalf("git log: %v\n%s", err, out)
 	}

@@ -58,8 +58,14 @@ type Step struct {
 type Observer interface {
 	Text(s string)
 	Step(ctx context.Context, s Step) error
-	ToolStart(c Call)
 	ToolDone(ctx context.Context, c Call, out Outcome) error
+	CallObserver
+}
+
+// CallObserver is told of one call as it runs (see RunCall).
+type CallObserver interface {
+	// ToolStart: the call runs now (approved, when it needed approval).
+	ToolStart(c Call)
 	// Confirm asks the owner whether a confirm-class call may run; an
 	// error or a timeout means no.
 	Confirm(ctx context.Context, c Call) (bool, error)
@@ -156,27 +162,74 @@ func Run(ctx context.Context, m Model, ts Tools, cfg Config, msgs []llm.Message,
 	}
 }
 
-// toolSet lists the tools for this run. Admin tools are never offered. A
-// registry that cannot list leaves the model without tools, not without an
-// answer.
+// toolSet lists the tools for this run (see Offered), by name and as the
+// model is offered them.
 func toolSet(ctx context.Context, ts Tools, log *slog.Logger) (map[string]tools.Spec, []llm.Tool) {
+	list := offered(ctx, ts, log)
+	specs := make(map[string]tools.Spec, len(list))
+	var llmTools []llm.Tool
+	for _, s := range list {
+		specs[s.Name] = s
+		llmTools = append(llmTools, llm.Tool{Name: s.Name, Description: s.Description, Parameters: s.Parameters})
+	}
+	return specs, llmTools
+}
+
+// offered lists the tools a model may call. Admin tools are never
+// offered. A registry that cannot list leaves the model without tools,
+// not without an answer.
+func offered(ctx context.Context, ts Tools, log *slog.Logger) []tools.Spec {
 	if ts == nil {
-		return nil, nil
+		return nil
 	}
 	list, err := ts.List(ctx)
 	if err != nil {
 		log.Warn("tools unavailable for this turn", "err", err)
 	}
-	specs := make(map[string]tools.Spec, len(list))
-	var offered []llm.Tool
+	out := make([]tools.Spec, 0, len(list))
 	for _, s := range list {
-		if s.Permission == tools.Admin {
-			continue
+		if s.Permission != tools.Admin {
+			out = append(out, s)
 		}
-		specs[s.Name] = s
-		offered = append(offered, llm.Tool{Name: s.Name, Description: s.Description, Parameters: s.Parameters})
 	}
-	return specs, offered
+	return out
+}
+
+// Offered is the tools a model may call, in the registry's order: every
+// tool of ts but admin ones. Run offers exactly these, and a call that
+// Prepare and RunCall take outside Run (a realtime voice session's) is
+// accepted for exactly these.
+func Offered(ctx context.Context, ts Tools, log *slog.Logger) []tools.Spec {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return offered(ctx, ts, log)
+}
+
+// Prepare makes a model's tool call into a Call against offered (see
+// Offered): the reason taken out of its arguments, and the Spec it calls,
+// zero for a tool not offered.
+func Prepare(tc llm.ToolCall, offered []tools.Spec) Call {
+	specs := make(map[string]tools.Spec, len(offered))
+	for _, s := range offered {
+		specs[s.Name] = s
+	}
+	return prepare(tc, specs)
+}
+
+// RunCall runs one prepared call outside Run's loop exactly as Run runs
+// each of its calls: an unknown tool or arguments that are not JSON are
+// refused, a confirm tool waits for the owner's answer through obs, the
+// call is bounded by its timeout, and every failure is an error result
+// the model can read.
+func RunCall(ctx context.Context, ts Tools, cfg Config, c Call, obs CallObserver) Outcome {
+	if cfg.ToolTimeout <= 0 {
+		cfg.ToolTimeout = 60 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return runCall(ctx, ts, cfg, c, obs)
 }
 
 func prepare(tc llm.ToolCall, specs map[string]tools.Spec) Call {
@@ -189,7 +242,7 @@ func prepare(tc llm.ToolCall, specs map[string]tools.Spec) Call {
 
 // runCall runs one call, turning every failure into an error result the
 // model can read; the turn goes on.
-func runCall(ctx context.Context, ts Tools, cfg Config, c Call, obs Observer) Outcome {
+func runCall(ctx context.Context, ts Tools, cfg Config, c Call, obs CallObserver) Outcome {
 	var out Outcome
 	fail := func(format string, args ...any) Outcome {
 		out.Result = tools.Result{Text: fmt.Sprintf(format, args...), IsError: true}

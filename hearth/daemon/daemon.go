@@ -203,6 +203,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 	var core *hearth.Hearth // the cache_store tool commits through it
 	s.registry = tools.New(tools.Options{
 		GatewayPath: cfg.Gateway.Value,
+		ManifestDir: filepath.Join(root.Dir(), "tools"),
 		Builtins: []tools.Builtin{
 			tools.CurrentTime(time.Now),
 			tools.MemorySearch(mem.Search),
@@ -266,6 +267,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		Anchor:         anchor{root},
 		Voice:          voice,
 		Vault:          vlt,
+		ToolCatalog:    true,
 		HistoryTurns:   cfg.HistoryTurns.Value,
 		ToolTimeout:    cfg.ToolTimeout.Value,
 		ConfirmTimeout: cfg.ConfirmTimeout.Value,

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5"
+
 	"github.com/mnemo/mnemo/memory"
 )
 
@@ -19,6 +21,8 @@ func TestVaultAtStart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "config", "memory.policy.yml")); err != nil {
 		t.Fatalf("no vault layout: %v", err)
 	}
+	// The newest commit but the tool catalog's, which hearth writes
+	// beside them at start (see TestToolCatalogAtStart).
 	head := func() (string, string) {
 		repo, err := memory.OpenRepository(root)
 		if err != nil {
@@ -28,11 +32,20 @@ func TestVaultAtStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := repo.CommitObject(ref.Hash())
+		it, err := repo.Log(&git.LogOptions{From: ref.Hash()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return c.Author.Name, c.Message
+		defer it.Close()
+		for {
+			c, err := it.Next()
+			if err != nil {
+				t.Fatalf("no commit but the catalog's: %v", err)
+			}
+			if c.Author.Name != "job:tool-catalog" {
+				return c.Author.Name, c.Message
+			}
+		}
 	}
 	if who, msg := head(); who != "job:layout" || !strings.HasPrefix(msg, "vault: lay out") {
 		t.Errorf("head after the first start: %s %q", who, msg)
@@ -52,5 +65,43 @@ func TestVaultAtStart(t *testing.T) {
 	}
 	if !strings.Contains(r.logs.String(), "knowledge/people/ana.md:") {
 		t.Errorf("the log does not name the malformed note:\n%s", r.logs)
+	}
+}
+
+// TestToolCatalogAtStart: hearth keeps the tool catalog over its real
+// registry — the built-ins, and the manifests in the root's tools/ (an
+// invalid one named) — committed by job:tool-catalog.
+func TestToolCatalogAtStart(t *testing.T) {
+	cfg := loadConfig(t, map[string]string{})
+	sys, err := Open(t.Context(), cfg, Runtime{Local: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close()
+	if err := os.WriteFile(filepath.Join(sys.RootDir(), "tools", "bad.tool.json"), []byte(`{"name":"x__y","permission":"maybe"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if wrote, err := sys.Core().RefreshToolCatalog(t.Context()); err != nil || !wrote {
+		t.Fatalf("RefreshToolCatalog: wrote %v, %v", wrote, err)
+	}
+	b, err := os.ReadFile(filepath.Join(sys.RootDir(), "knowledge", "system", "tool_catalog.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## memory_search", "## memory_propose", "- permission: confirm (the owner approves each call)", `tools/bad.tool.json: permission "maybe"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the catalog lacks %q:\n%s", want, b)
+		}
+	}
+	repo, err := memory.OpenRepository(sys.RootDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := repo.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := repo.CommitObject(ref.Hash()); err != nil || c.Author.Name != "job:tool-catalog" {
+		t.Errorf("head: %v, %v", c, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +47,9 @@ type Options struct {
 	// GatewayPath is gateway.json. "" or a missing file means no MCP
 	// servers, which is not an error.
 	GatewayPath string
+	// ManifestDir holds the owner's manifests, *.tool.json (see
+	// Manifest); "" or a missing directory means none.
+	ManifestDir string
 	// Builtins are offered first, under their own names. A built-in with an
 	// invalid or duplicate name, or no Run, is logged and left out.
 	Builtins []Builtin
@@ -77,6 +81,7 @@ type Options struct {
 // A Registry is safe for concurrent use.
 type Registry struct {
 	gatewayPath string
+	manifestDir string
 	builtins    []Builtin // valid, with "reason" in their schemas
 	callTimeout time.Duration
 	maxResult   int
@@ -94,6 +99,8 @@ type Registry struct {
 	mu     sync.Mutex
 	pool   map[string]*server // by serverDef.key
 	closed bool
+	// manifestErrs are the manifests the last List left out, as reported.
+	manifestErrs []error
 }
 
 // New returns a registry. It does not touch gateway.json or any server
@@ -101,6 +108,7 @@ type Registry struct {
 func New(opts Options) *Registry {
 	r := &Registry{
 		gatewayPath: opts.GatewayPath,
+		manifestDir: opts.ManifestDir,
 		callTimeout: opts.CallTimeout,
 		maxResult:   opts.MaxResult,
 		httpClient:  opts.HTTPClient,
@@ -218,6 +226,7 @@ func (r *Registry) List(ctx context.Context) ([]Spec, error) {
 		wg.Go(func() { lists[i] = r.listServer(ctx, p) })
 	}
 	wg.Wait()
+	manifests := r.manifests()
 	for _, l := range lists {
 		for _, sp := range l {
 			if taken[sp.Name] {
@@ -225,6 +234,9 @@ func (r *Registry) List(ctx context.Context) ([]Spec, error) {
 				continue
 			}
 			taken[sp.Name] = true
+			if m, ok := manifests[sp.Name]; ok && !m.apply(&sp) {
+				continue // disabled by the owner
+			}
 			specs = append(specs, sp)
 		}
 	}
@@ -350,7 +362,7 @@ func (r *Registry) call(ctx context.Context, name string, args json.RawMessage) 
 		}
 		return errResult("%s: the tool server %q is unavailable", name, p.def.label), source, nil
 	}
-	if tool == nil {
+	if tool == nil || r.manifests()[name].Disabled {
 		return Result{}, "", fmt.Errorf("call %q: %w", name, ErrUnknownTool)
 	}
 	if argErr != nil {
@@ -470,6 +482,34 @@ func (r *Registry) runBuiltin(ctx context.Context, b Builtin, args json.RawMessa
 	}
 	r.log.Warn("tools: built-in failed", "tool", b.Spec.Name, "error", err)
 	return errResult("%s failed: %s", b.Spec.Name, cut(err.Error(), maxErrorText))
+}
+
+// manifests reads the owner's manifests; each one left out is logged
+// once, until it changes.
+func (r *Registry) manifests() map[string]Manifest {
+	ms, errs := readManifests(r.manifestDir, r.isBuiltin)
+	r.mu.Lock()
+	prev := r.manifestErrs
+	r.manifestErrs = errs
+	r.mu.Unlock()
+	for _, e := range errs {
+		if !slices.ContainsFunc(prev, func(p error) bool { return p.Error() == e.Error() }) {
+			r.log.Warn("tools: a manifest is invalid and left out", "error", e.Error())
+		}
+	}
+	return ms
+}
+
+// ManifestErrors are the manifests the last List or Call left out, and
+// why, each naming its file.
+func (r *Registry) ManifestErrors() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.manifestErrs)
+}
+
+func (r *Registry) isBuiltin(name string) bool {
+	return slices.ContainsFunc(r.builtins, func(b Builtin) bool { return b.Spec.Name == name })
 }
 
 // warnServer logs a server problem without its secrets.

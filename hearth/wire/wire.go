@@ -34,9 +34,11 @@ type Core interface {
 	Forget(ctx context.Context, req hearth.ForgetRequest) (hearth.ForgetResult, error)
 	History(ctx context.Context, q hearth.HistoryQuery) (hearth.HistoryPage, error)
 	Health() hearth.Health
+	ReviewProposals(ctx context.Context) ([]hearth.ProposalQueued, error)
 	Settled(ctx context.Context) error
 	RequestVoice(ctx context.Context) (hearth.VoiceCredential, error)
 	StopVoice()
+	RunVoiceTool(ctx context.Context, call hearth.VoiceToolCall) (hearth.VoiceToolResult, error)
 	Proposals(ctx context.Context) ([]vault.Proposal, error)
 	DecideProposal(ctx context.Context, id string, d hearth.ProposalDecision) (hearth.ProposalOutcome, error)
 	VaultCore
@@ -167,6 +169,8 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.voice()
 	case *ipc.StopVoice:
 		s.core.StopVoice()
+	case *ipc.VoiceToolCall:
+		s.voiceTool(m)
 	case *ipc.Cancel:
 		s.refuse(s.core.Cancel(m.Ref), m.Ref)
 	case *ipc.Confirm:
@@ -288,6 +292,34 @@ func (s *Session) voice() {
 	})
 }
 
+// voiceTool runs a tool the client's voice model called, off the
+// caller's goroutine (a confirmation may wait minutes; the client's other
+// requests go on), and answers this client only. Close cancels it: the
+// client that would send the output is gone. The core bounds the call
+// (its tool and confirmation timeouts).
+func (s *Session) voiceTool(m *ipc.VoiceToolCall) {
+	call := hearth.VoiceToolCall{CallID: m.CallID, Name: m.Name, Arguments: m.Arguments, Ref: m.Ref}
+	s.wg.Go(func() {
+		res, err := s.core.RunVoiceTool(s.ctx, call)
+		if err != nil {
+			s.refuse(err, m.Ref)
+			return
+		}
+		s.reply(VoiceToolResult(res, m.Ref))
+	})
+}
+
+// VoiceToolResult is a voice tool call's answer on the wire, its output
+// cut to maxVoiceOutput so that it always fits a line, escaped.
+func VoiceToolResult(r hearth.VoiceToolResult, ref string) *ipc.VoiceToolResult {
+	out, _ := Cut(r.Output, maxVoiceOutput)
+	return &ipc.VoiceToolResult{CallID: r.CallID, Output: out, IsError: r.IsError, Ref: ref}
+}
+
+// maxVoiceOutput bounds a voice tool's output on the wire: the registry's
+// own bound on a result (64 KiB), so that in practice nothing is cut.
+const maxVoiceOutput = 64 << 10
+
 // VoiceCredential is a minted credential on the wire.
 func VoiceCredential(c hearth.VoiceCredential) *ipc.VoiceCredential {
 	m := &ipc.VoiceCredential{
@@ -339,12 +371,12 @@ func (s *Session) proposals(m *ipc.Proposals) {
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, vaultTimeout)
 		defer cancel()
-		ps, err := s.core.Proposals(ctx)
+		qs, err := s.core.ReviewProposals(ctx)
 		if err != nil {
 			s.refuse(err, m.Ref)
 			return
 		}
-		s.reply(ProposalList(m.Ref, ps))
+		s.reply(ReviewList(m.Ref, qs))
 	})
 }
 
@@ -373,16 +405,56 @@ func (s *Session) decide(m *ipc.ProposalDecide) {
 func Proposal(p vault.Proposal) ipc.Proposal {
 	w := ipc.Proposal{ID: p.ID, Op: string(p.Op), Path: p.Path, Reason: p.Reason, Author: p.Author, CreatedAt: p.CreatedAt}
 	w.Content, w.Truncated = Cut(p.Content, ipc.MaxTurnContent)
+	for _, s := range p.Sources {
+		w.Sources = append(w.Sources, ipc.ProposalSource{Thread: s.Thread, Turn: s.Turn})
+	}
 	return w
+}
+
+// maxProposalBytes bounds one proposal's JSON, so that it fits one line
+// as an event and, alone, in a list.
+const maxProposalBytes = ipc.MaxLineBytes - 1024
+
+// ReviewProposal is a queued proposal on the wire as the owner reviews
+// it: with why policy queued it and the file as it is now, cut to
+// ipc.MaxTurnContent and further if the whole would not fit one line.
+func ReviewProposal(q hearth.ProposalQueued) ipc.Proposal {
+	w := Proposal(q.Proposal)
+	w.Why = q.Why
+	cur, cut := Cut(string(q.Current), ipc.MaxTurnContent)
+	for {
+		w.Current, w.CurrentTruncated = cur, cut
+		b, err := json.Marshal(w)
+		if err != nil || len(b) <= maxProposalBytes || cur == "" {
+			return w
+		}
+		cur, cut = Cut(cur, len(cur)/2)
+	}
 }
 
 // ProposalList is the proposals waiting, on the wire, cut to fit one line:
 // those that do not fit are left out (More).
 func ProposalList(ref string, ps []vault.Proposal) *ipc.ProposalList {
-	out := &ipc.ProposalList{Ref: ref, Proposals: make([]ipc.Proposal, 0, len(ps))}
+	ws := make([]ipc.Proposal, len(ps))
+	for i, p := range ps {
+		ws[i] = Proposal(p)
+	}
+	return fitProposals(ref, ws)
+}
+
+// ReviewList is ReviewProposals' answer on the wire, cut to fit one line.
+func ReviewList(ref string, qs []hearth.ProposalQueued) *ipc.ProposalList {
+	ws := make([]ipc.Proposal, len(qs))
+	for i, q := range qs {
+		ws[i] = ReviewProposal(q)
+	}
+	return fitProposals(ref, ws)
+}
+
+func fitProposals(ref string, ws []ipc.Proposal) *ipc.ProposalList {
+	out := &ipc.ProposalList{Ref: ref, Proposals: make([]ipc.Proposal, 0, len(ws))}
 	room := ipc.MaxLineBytes - 256 - len(ref)*6
-	for _, p := range ps {
-		w := Proposal(p)
+	for _, w := range ws {
 		b, err := json.Marshal(w)
 		if err != nil {
 			continue // cannot happen: a Proposal always encodes
@@ -503,8 +575,7 @@ func Event(ev hearth.Event) ipc.Msg {
 	case *hearth.Forgotten:
 		return &ipc.Forgotten{IDs: e.IDs, By: e.By}
 	case *hearth.ProposalQueued:
-		p := Proposal(e.Proposal)
-		p.Why = e.Why
+		p := ReviewProposal(*e)
 		return &p
 	case *hearth.ProposalDecided:
 		return ProposalDecided(e.ProposalOutcome, e.By, "")

@@ -54,7 +54,12 @@ func TestEvent(t *testing.T) {
 			ID: "prop_1", Op: vault.OpCreate, Path: "knowledge/prefs/tea.md", Content: strings.Repeat("x", ipc.MaxTurnContent+1), Reason: "said so", Author: "agent", CreatedAt: ts,
 			Sources: []vault.Source{{Thread: "main", Turn: "u1"}}}},
 			&ipc.Proposal{ID: "prop_1", Op: "create", Path: "knowledge/prefs/tea.md", Content: strings.Repeat("x", ipc.MaxTurnContent), Truncated: true,
-				Reason: "said so", Author: "agent", Why: "the policy reviews changes to knowledge/prefs/", CreatedAt: ts}},
+				Reason: "said so", Author: "agent", Why: "the policy reviews changes to knowledge/prefs/", CreatedAt: ts,
+				Sources: []ipc.ProposalSource{{Thread: "main", Turn: "u1"}}}},
+		{"proposal queued, an update", &hearth.ProposalQueued{Why: "identity is reviewed", Current: []byte("old\n"), Proposal: vault.Proposal{
+			ID: "prop_2", Op: vault.OpUpdate, Path: "knowledge/people/owner.md", Content: "new\n", Reason: "moved", Author: "agent", CreatedAt: ts}},
+			&ipc.Proposal{ID: "prop_2", Op: "update", Path: "knowledge/people/owner.md", Content: "new\n", Current: "old\n",
+				Reason: "moved", Author: "agent", Why: "identity is reviewed", CreatedAt: ts}},
 		{"proposal decided", &hearth.ProposalDecided{By: "policy", ProposalOutcome: hearth.ProposalOutcome{ID: "prop_1", Path: "knowledge/a.md", Decision: "applied", Why: "low risk", Commit: "abc"}},
 			&ipc.ProposalDecided{ID: "prop_1", Path: "knowledge/a.md", Decision: "applied", Why: "low risk", Commit: "abc", By: "policy"}},
 		{"reply of another door", &hearth.Reply{Value: "not a message"}, nil},
@@ -181,6 +186,30 @@ func TestHistoryPageFitsALine(t *testing.T) {
 				t.Errorf("page does not encode: %v", err)
 			}
 		})
+	}
+}
+
+// A proposal under review carries its new content and the file as it is,
+// each cut, and the file cut further so that the whole fits one line even
+// when every byte is escaped.
+func TestReviewProposalFitsOneLine(t *testing.T) {
+	big := strings.Repeat("\x01", ipc.MaxTurnContent+10)
+	q := hearth.ProposalQueued{Why: "w", Current: []byte(big), Proposal: vault.Proposal{ID: "prop_1", Op: vault.OpUpdate, Path: "knowledge/a.md", Content: big, CreatedAt: ts}}
+	w := ReviewProposal(q)
+	line, err := ipc.Encode(&w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.Truncated || !w.CurrentTruncated || w.Current == "" || len(line) > ipc.MaxLineBytes+1 {
+		t.Errorf("truncated %v, current truncated %v, %d bytes of current, line %d bytes", w.Truncated, w.CurrentTruncated, len(w.Current), len(line))
+	}
+	l := ReviewList("r", []hearth.ProposalQueued{q, q})
+	if line, err := ipc.Encode(l); err != nil || len(l.Proposals) != 1 || !l.More {
+		t.Errorf("list of two: %d proposals, more %v, %d bytes, %v", len(l.Proposals), l.More, len(line), err)
+	}
+	small := ReviewProposal(hearth.ProposalQueued{Current: []byte("a\n"), Proposal: vault.Proposal{ID: "prop_2", Content: "b\n"}})
+	if small.Current != "a\n" || small.CurrentTruncated {
+		t.Errorf("a small file: %q, truncated %v", small.Current, small.CurrentTruncated)
 	}
 }
 
