@@ -496,6 +496,8 @@ type HealthReport struct {
 	Dropped   int `json:"dropped,omitempty"`
 	Refused   int `json:"refused,omitempty"`
 	Throttled int `json:"throttled,omitempty"`
+	// Vault is the vault's commit state (feature "vault"); nil: no vault.
+	Vault *VaultHealth `json:"vault,omitempty"`
 }
 
 // IndexHealth is the recall indexer's progress. Failing is safe to show;
@@ -782,5 +784,5 @@ func newMsg(typ string) Msg {
 	case TypeProposalDecided:
 		return new(ProposalDecided)
 	}
-	return nil
+	return newVaultMsg(typ)
 }

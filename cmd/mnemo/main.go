@@ -55,8 +55,9 @@ commands:
   search QUERY    search memory (turns, tool results, knowledge notes); each hit
                   shows the id mnemo forget takes (-kind, -status, -min-confidence)
   forget ID...    forget turns for good (--purge: erase their text from disk)
-  memory list|approve ID|reject ID
-                  review what the agent proposed to remember
+  memory list|read|write|edit|delete|history|pending|approve|reject
+                  the vault's notes, their history, and the agent's
+                  proposals to review (mnemo memory lists the commands)
   status          hearth's health: agent state, model, recall index progress
   ping [-wait D]  check that hearth answers, waiting up to D
   export FILE     write the memory root to one .tar.gz (--root DIR: that
@@ -181,7 +182,7 @@ func run() error {
 	case "import":
 		return importRoot(ctx, args, *root, os.Stdout, os.Stderr)
 	case "memory":
-		if _, _, err := memoryArgs(args); err != nil {
+		if _, err := memoryArgs(args); err != nil {
 			return err
 		}
 	case "send":
@@ -223,7 +224,7 @@ func run() error {
 	case "forget": // forget.go
 		return forget(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	case "memory": // memory.go
-		return memoryCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
+		return memoryCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdin, os.Stdout)
 	case "search":
 		return search(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	default:

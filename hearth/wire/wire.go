@@ -40,7 +40,8 @@ type Core interface {
 	StopVoice()
 	RunVoiceTool(ctx context.Context, call hearth.VoiceToolCall) (hearth.VoiceToolResult, error)
 	Proposals(ctx context.Context) ([]vault.Proposal, error)
-	DecideProposal(ctx context.Context, id string, approve bool, by string) (hearth.ProposalOutcome, error)
+	DecideProposal(ctx context.Context, id string, d hearth.ProposalDecision) (hearth.ProposalOutcome, error)
+	VaultCore
 }
 
 // Options configure a Session.
@@ -184,6 +185,18 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.proposals(m)
 	case *ipc.ProposalDecide:
 		s.decide(m)
+	case *ipc.VaultRead:
+		s.vaultRead(m)
+	case *ipc.VaultWrite:
+		s.vaultWrite(m)
+	case *ipc.VaultList:
+		s.vaultList(m)
+	case *ipc.VaultHistory:
+		s.vaultHistory(m)
+	case *ipc.VaultPurge:
+		s.vaultPurge(m)
+	case *ipc.VaultExport:
+		s.vaultExport(m)
 	case *ipc.Health:
 		s.reply(s.health(m.Ref))
 	case *ipc.Disconnect:
@@ -380,7 +393,7 @@ func (s *Session) decide(m *ipc.ProposalDecide) {
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), vaultTimeout)
 		defer cancel()
-		out, err := s.core.DecideProposal(ctx, m.ID, m.Approve, hearth.ByOwner)
+		out, err := s.core.DecideProposal(ctx, m.ID, hearth.ProposalDecision{Approve: m.Approve, By: hearth.ByOwner, Content: m.Content})
 		if err != nil {
 			s.refuse(err, m.Ref)
 			return
@@ -528,6 +541,9 @@ func (s *Session) health(ref string) *ipc.HealthReport {
 			Failures: ix.Failures, Failing: ix.Failing, Unavailable: ix.Unavailable, Ready: ix.Ready,
 			RecallSearches: ix.Searches.Recall, KeywordSearches: ix.Searches.Keyword,
 		}
+	}
+	if v := h.Vault; v != nil {
+		r.Vault = &ipc.VaultHealth{Uncommitted: v.Uncommitted, Failing: v.Failing, Since: v.Since}
 	}
 	if s.opts.Health != nil {
 		s.opts.Health(r)

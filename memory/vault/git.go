@@ -389,3 +389,14 @@ func stage(repo *git.Repository, dir string, paths []string, put putFunc) (map[s
 	}
 	return changes, nil
 }
+
+// Probe reports whether a commit in the memory root dir can take git's
+// index now: an error wrapping ErrIndexLocked when another process holds
+// .git/index.lock. It writes nothing.
+func Probe(dir string) error {
+	lock := filepath.Join(dir, git.GitDirName, "index.lock")
+	if _, err := os.Lstat(lock); err == nil {
+		return fmt.Errorf("%w: %s exists", ErrIndexLocked, lock)
+	}
+	return nil
+}
