@@ -172,17 +172,12 @@ func (h *Hearth) RefreshToolCatalog(ctx context.Context) (bool, error) {
 	if current != nil {
 		p.Op, p.Base = vault.OpUpdate, vault.Hash(current)
 	}
-	res, err := v.Apply(wctx, &p)
+	_, err = v.Apply(wctx, &p)
 	var cerr *vault.CommitError
 	switch {
 	case errors.As(err, &cerr):
 		// Written and ledgered: committed before the next vault write,
 		// as a proposal's failed commit is.
-		h.uncommitted = append(h.uncommitted, uncommitted{
-			paths:   append(slices.Clone(res.Paths), vault.LedgerFile),
-			message: fmt.Sprintf("vault: %s %s (committed late)\n\n%s\n\nProposal: %s\nAuthor: %s\n", p.Op, p.Path, p.Reason, p.ID, p.Author),
-			author:  p.Author,
-		})
 		h.log.Warn("tool catalog written but not committed", "err", err)
 	case err != nil:
 		return false, fmt.Errorf("write the tool catalog: %w", err)

@@ -159,10 +159,7 @@ type Hearth struct {
 	// commitMu orders commits, so that subscribers see records in the
 	// order the journal holds them.
 	commitMu sync.Mutex
-	// uncommitted are vault writes whose git commit failed, retried
-	// before the next vault write; guarded by commitMu.
-	uncommitted []uncommitted
-	keeper      vaultKeeper // see vault_keeper.go
+	keeper   vaultKeeper // see vault_keeper.go
 	// catalog keeps the tool catalog; nil when Config.ToolCatalog is off.
 	catalog *catalog
 

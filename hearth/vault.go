@@ -3,11 +3,11 @@ package hearth
 import (
 	"context"
 	"errors"
-	"fmt"
+
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
+
 	"strings"
 	"time"
 
@@ -31,6 +31,11 @@ type Vault interface {
 	OwnerEdits(ctx context.Context) ([]vault.Edit, error)
 	// CommitOwnerEdits commits what the owner changed by hand.
 	CommitOwnerEdits(ctx context.Context) (vault.Result, []error, error)
+	// CommitPending commits the writes saved whose commit failed or was
+	// cut short by a crash, as their authors.
+	CommitPending(ctx context.Context) (vault.Result, error)
+	// Pending counts the writes saved whose commit waits.
+	Pending() (int, error)
 	// Reject ledgers and commits a proposal's rejection.
 	Reject(ctx context.Context, p *vault.Proposal, by, why string) (vault.Result, error)
 	// ReadAt reads a file as it is, or at a version (a commit).
@@ -231,15 +236,10 @@ func (h *Hearth) DecideProposal(ctx context.Context, id string, d ProposalDecisi
 func (h *Hearth) rejectLocked(ctx context.Context, p *vault.Proposal, by, why string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), vaultWrite)
 	defer cancel()
-	res, err := h.cfg.Vault.Reject(ctx, p, by, why)
+	_, err := h.cfg.Vault.Reject(ctx, p, by, why)
 	var cerr *vault.CommitError
 	switch {
 	case errors.As(err, &cerr):
-		h.uncommitted = append(h.uncommitted, uncommitted{
-			paths:   res.Paths,
-			message: fmt.Sprintf("vault: reject %s %s (committed late)\n\n%s\n\nProposal: %s\nDecided-by: %s\n", p.Op, p.Path, why, p.ID, by),
-			author:  by,
-		})
 		h.log.Warn("vault: the rejection is ledgered but not committed; retrying in the background", "proposal", p.ID, "err", err)
 		h.vaultFailed(h.waitingLocked(), err)
 	case err != nil:
@@ -318,11 +318,6 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 		}
 	case errors.As(err, &cerr):
 		out.CommitFailed = true
-		h.uncommitted = append(h.uncommitted, uncommitted{
-			paths:   append(slices.Clone(res.Paths), vault.LedgerFile),
-			message: fmt.Sprintf("vault: %s %s (committed late)\n\n%s\n\nProposal: %s\nAuthor: %s\n", p.Op, p.Path, strings.TrimSpace(p.Reason), p.ID, p.Author),
-			author:  p.Author,
-		})
 		h.log.Warn("vault: the write is saved but not committed; retrying in the background", "proposal", p.ID, "err", err)
 		h.vaultFailed(h.waitingLocked(), err)
 	case errors.As(err, new(*vault.ParseError)):
@@ -345,25 +340,18 @@ func (h *Hearth) dropQueued(id string) error {
 	return err
 }
 
-// uncommitted is a vault write saved whose commit failed.
-type uncommitted struct {
-	paths           []string
-	message, author string
-}
-
 // ownerEditsLocked commits, before a vault write and from the keeper,
-// the writes whose commit failed (as their authors) and then what the
-// owner edited by hand; commitMu is held. Failures are logged and left to
-// the keeper's retries: the write itself decides.
+// the writes whose commit failed or was cut short by a crash (as their
+// authors: the vault keeps them durably) and then what the owner edited
+// by hand; commitMu is held. Failures are logged and left to the keeper's
+// retries: the write itself decides.
 func (h *Hearth) ownerEditsLocked(ctx context.Context) {
-	for len(h.uncommitted) > 0 {
-		u := h.uncommitted[0]
-		if _, err := vault.Commit(ctx, h.cfg.Vault.Dir(), u.paths, u.message, u.author); err != nil {
-			h.log.Warn("vault: a saved change still cannot be committed", "err", err)
-			h.vaultFailed(h.waitingLocked(), err)
-			return // not the owner's: leave them for the next write
-		}
-		h.uncommitted = h.uncommitted[1:]
+	late, err := h.cfg.Vault.CommitPending(ctx)
+	h.knowledge(ctx, late.Paths)
+	if err != nil {
+		h.log.Warn("vault: a saved change still cannot be committed", "err", err)
+		h.vaultFailed(h.waitingLocked(), err)
+		return // not the owner's: leave them for the next write
 	}
 	// While git's index is held, the owner's edits wait (committing them
 	// would only ledger the failure again).
@@ -405,9 +393,12 @@ func (h *Hearth) ownerEditsLocked(ctx context.Context) {
 // waitingLocked counts the writes waiting for a commit: each failed
 // one, and the owner's edits as one; commitMu is held.
 func (h *Hearth) waitingLocked() int {
+	n, err := h.cfg.Vault.Pending()
+	if err != nil {
+		n = 1
+	}
 	h.keeper.mu.Lock()
 	defer h.keeper.mu.Unlock()
-	n := len(h.uncommitted)
 	if h.keeper.ownerFailed {
 		n++
 	}

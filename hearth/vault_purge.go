@@ -107,11 +107,6 @@ func (h *Hearth) PurgeLayer(ctx context.Context, req PurgeRequest) (PurgeResult,
 	switch {
 	case errors.As(err, &cerr):
 		out.CommitFailed = true
-		h.uncommitted = append(h.uncommitted, uncommitted{
-			paths:   append(slices.Clone(res.Paths), vault.LedgerFile),
-			message: fmt.Sprintf("vault: purge %s (committed late)\n\n%s\n\nAuthor: %s\n", dir, reason, vault.AuthorOwner),
-			author:  vault.AuthorOwner,
-		})
 		h.vaultFailed(h.waitingLocked(), err)
 	case err != nil:
 		h.log.Error("purge", "layer", req.Layer, "err", err)

@@ -36,7 +36,15 @@ type Vault struct {
 	log *slog.Logger
 	now func() time.Time
 	mu  sync.Mutex
+	// crash, in tests, stops a write at a stage as a crash would
+	// (see pending.go): true leaves the write where it is.
+	crash func(stage string) bool
 }
+
+// errCrash is what a write stopped by crash returns.
+var errCrash = errors.New("crashed (test)")
+
+func (v *Vault) crashed(stage string) bool { return v.crash != nil && v.crash(stage) }
 
 // New returns the vault of the memory root dir (see Ensure for its layout).
 func New(dir string, log *slog.Logger) *Vault {
@@ -184,42 +192,15 @@ func (v *Vault) Apply(ctx context.Context, p *Proposal) (Result, error) {
 		writes[0].after = newNote.Format()
 	}
 
-	res := Result{}
-	for _, w := range writes {
-		if w.after == nil {
-			if err := removeDurable(v.dir, w.path); err != nil {
-				return res, fmt.Errorf("apply %s: %w", p.ID, err)
-			}
-		} else if err := writeAtomic(v.dir, w.path, w.after); err != nil {
-			return res, fmt.Errorf("apply %s: %w", p.ID, err)
-		}
-		res.Paths = append(res.Paths, w.path)
-	}
-	paths := slices.Clone(res.Paths)
 	queued := filepath.Join(v.dir, filepath.FromSlash(proposalPath(p.ID)))
-	if _, err := os.Lstat(queued); err == nil {
-		paths = append(paths, proposalPath(p.ID))
-	}
-	// The ledger is committed too: the lines of earlier writes (this
-	// write's line names this commit, so it is written after it and is
-	// taken in by the next).
-	paths = append(paths, LedgerFile)
-
-	var commitErr error
-	if _, err := os.Lstat(queued); err == nil {
-		if err := removeDurable(v.dir, proposalPath(p.ID)); err != nil {
-			return res, fmt.Errorf("apply %s: %w", p.ID, err)
-		}
-	}
-	res.Commit, commitErr = Commit(ctx, v.dir, paths, commitMessage(p), p.Author)
-	if commitErr != nil {
-		v.log.Warn("vault: commit failed; the write is saved and waits for the next commit",
-			"proposal", p.ID, "err", commitErr)
-	}
+	_, qerr := os.Lstat(queued)
+	isQueued := qerr == nil
+	var paths []string
 	entries := make([]Entry, 0, len(writes))
 	for _, w := range writes {
+		paths = append(paths, w.path)
 		e := Entry{TS: now, Op: p.Op, Path: w.path, Author: p.Author, Reason: p.Reason,
-			Sources: p.Sources, Proposal: p.ID, Commit: res.Commit}
+			Sources: p.Sources, Proposal: p.ID}
 		if w.before != nil {
 			e.Before = Hash(w.before)
 		}
@@ -229,16 +210,57 @@ func (v *Vault) Apply(ctx context.Context, p *Proposal) (Result, error) {
 		if w.path != p.Path {
 			e.Op = "mark_" + Op(newStatus(w.after))
 		}
-		if commitErr != nil {
-			e.CommitErr = commitErr.Error()
-		}
 		entries = append(entries, e)
 	}
-	if err := appendLedger(v.dir, entries...); err != nil {
-		return res, fmt.Errorf("apply %s: %w", p.ID, errors.Join(err, commitErr))
+	if isQueued {
+		paths = append(paths, proposalPath(p.ID))
 	}
-	if commitErr != nil {
-		return res, fmt.Errorf("apply %s: %w", p.ID, commitErr)
+	// The ledger is committed too: the lines of earlier writes (this
+	// write's line names this commit, so it is written after it and is
+	// taken in by the next).
+	paths = append(paths, LedgerFile)
+	// The commit is pending before any file changes: a crash from here
+	// on leaves a record that CommitPending commits as p's.
+	pend := &pending{Paths: paths, Message: commitMessage(p), Author: p.Author, Entries: entries}
+	if err := savePending(v.dir, pend); err != nil {
+		return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
+	}
+
+	if v.crashed("files") {
+		return Result{}, errCrash
+	}
+	res := Result{}
+	for _, w := range writes {
+		if w.after == nil {
+			err = removeDurable(v.dir, w.path)
+		} else {
+			err = writeAtomic(v.dir, w.path, w.after)
+		}
+		if err != nil {
+			if len(res.Paths) == 0 {
+				err = errors.Join(err, dropPending(v.dir, pend)) // nothing changed
+			}
+			return res, fmt.Errorf("apply %s: %w", p.ID, err)
+		}
+		res.Paths = append(res.Paths, w.path)
+	}
+	if isQueued {
+		if err := removeDurable(v.dir, proposalPath(p.ID)); err != nil {
+			return res, fmt.Errorf("apply %s: %w", p.ID, err)
+		}
+	}
+	if v.crashed("commit") {
+		return res, errCrash
+	}
+	commit, err := v.settle(ctx, pend, pend.Message)
+	res.Commit = commit
+	var cerr *CommitError
+	if errors.As(err, &cerr) {
+		v.log.Warn("vault: commit failed; the write is saved and waits for the next commit",
+			"proposal", p.ID, "err", err)
+	}
+	if err != nil {
+		return res, fmt.Errorf("apply %s: %w", p.ID, err)
 	}
 	return res, nil
 }

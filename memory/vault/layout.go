@@ -105,7 +105,7 @@ func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*V
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	const author, reason = "job:layout", "lay out the vault: the defaults the memory root lacked"
-	commit, cerr := Commit(ctx, dir, created, "vault: lay out the memory root\n\n"+reason+"\n\nAuthor: "+author+"\n", author)
+	msg := "vault: lay out the memory root\n\n" + reason + "\n\nAuthor: " + author + "\n"
 	now := v.now().UTC()
 	entries := make([]Entry, 0, len(created))
 	for _, p := range created {
@@ -113,14 +113,16 @@ func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*V
 		if err != nil {
 			return nil, err
 		}
-		e := Entry{TS: now, Op: OpCreate, Path: p, Author: author, Reason: reason, After: Hash(b), Commit: commit}
-		if cerr != nil {
-			e.CommitErr = cerr.Error()
-		}
-		entries = append(entries, e)
+		entries = append(entries, Entry{TS: now, Op: OpCreate, Path: p, Author: author, Reason: reason, After: Hash(b)})
 	}
-	if err := appendLedger(dir, entries...); err != nil {
-		return nil, errors.Join(err, cerr)
+	pend := &pending{Paths: created, Message: msg, Author: author, Entries: entries}
+	if err := savePending(dir, pend); err != nil {
+		return nil, err
+	}
+	_, cerr := v.settle(ctx, pend, msg)
+	var ce *CommitError
+	if cerr != nil && !errors.As(cerr, &ce) {
+		return nil, cerr
 	}
 	return v, cerr
 }

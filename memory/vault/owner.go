@@ -144,6 +144,21 @@ func (v *Vault) CommitOwnerEdits(ctx context.Context) (res Result, malformed []e
 	if err != nil || len(edits) == 0 {
 		return Result{}, nil, err
 	}
+	// A write whose commit is pending is its author's, not the owner's.
+	ps, err := readPending(v.dir)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	theirs := make(map[string]bool)
+	for _, p := range ps {
+		for _, path := range p.Paths {
+			theirs[path] = true
+		}
+	}
+	edits = slices.DeleteFunc(edits, func(e Edit) bool { return theirs[e.Path] })
+	if len(edits) == 0 {
+		return Result{}, nil, nil
+	}
 	const reason = "edited by the owner"
 	var b strings.Builder
 	fmt.Fprintf(&b, "vault: the owner's edits\n\n%s:\n", reason)

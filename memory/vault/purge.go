@@ -66,9 +66,6 @@ func (v *Vault) Purge(ctx context.Context, layer, reason, author string) (Result
 			}
 			e.Before = Hash(b)
 		}
-		if err := os.Remove(full); err != nil {
-			return err
-		}
 		res.Paths = append(res.Paths, p)
 		entries = append(entries, e)
 		return nil
@@ -79,14 +76,36 @@ func (v *Vault) Purge(ctx context.Context, layer, reason, author string) (Result
 	if len(res.Paths) == 0 {
 		return res, nil
 	}
-	if err := syncDir(base); err != nil {
-		return res, fmt.Errorf("purge %s: %w", layer, err)
-	}
-	if err := appendLedger(v.dir, entries...); err != nil {
-		return res, fmt.Errorf("purge %s: %w", layer, err)
-	}
 	msg := fmt.Sprintf("vault: purge %s (%d files)\n\n%s\n\nAuthor: %s\n", layer, len(res.Paths), strings.TrimSpace(reason), author)
 	paths := append(append([]string(nil), res.Paths...), LedgerFile)
-	res.Commit, err = Commit(ctx, v.dir, paths, msg, author)
+	pend := &pending{Paths: paths, Message: msg, Author: author, Entries: entries, LedgerFirst: true}
+	if err := savePending(v.dir, pend); err != nil {
+		return Result{}, fmt.Errorf("purge %s: %w", layer, err)
+	}
+	for _, p := range res.Paths {
+		if err := os.Remove(filepath.Join(v.dir, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return res, fmt.Errorf("purge %s: %w", layer, err)
+		}
+	}
+	if err := syncDirs(v.dir, res.Paths); err != nil {
+		return res, fmt.Errorf("purge %s: %w", layer, err)
+	}
+	res.Commit, err = v.settle(ctx, pend, msg)
 	return res, err
+}
+
+// syncDirs fsyncs the directories that hold paths (relative to dir).
+func syncDirs(dir string, paths []string) error {
+	done := make(map[string]bool)
+	for _, p := range paths {
+		d := filepath.Dir(filepath.Join(dir, filepath.FromSlash(p)))
+		if done[d] {
+			continue
+		}
+		done[d] = true
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }

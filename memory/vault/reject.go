@@ -27,26 +27,30 @@ func (v *Vault) Reject(ctx context.Context, p *Proposal, by, why string) (Result
 	}
 	paths := []string{LedgerFile}
 	queued := proposalPath(p.ID)
-	if _, err := os.Lstat(filepath.Join(v.dir, filepath.FromSlash(queued))); err == nil {
-		if err := removeDurable(v.dir, queued); err != nil {
-			return Result{}, fmt.Errorf("reject %s: %w", p.ID, err)
-		}
+	_, qerr := os.Lstat(filepath.Join(v.dir, filepath.FromSlash(queued)))
+	if qerr == nil {
 		paths = append(paths, queued)
 	}
 	e := Entry{TS: v.now().UTC(), Op: OpReject, Path: p.Path, Author: by, Reason: strings.TrimSpace(why),
 		Sources: p.Sources, Proposal: p.ID}
-	if err := appendLedger(v.dir, e); err != nil {
-		return Result{}, fmt.Errorf("reject %s: %w", p.ID, err)
-	}
 	msg := fmt.Sprintf("vault: reject %s %s\n\n%s\n\nProposal: %s\nAuthor: %s\nDecided-by: %s\n",
 		p.Op, p.Path, strings.TrimSpace(why), p.ID, p.Author, by)
-	commit, err := Commit(ctx, v.dir, paths, msg, gitName(by))
-	if err != nil {
-		var cerr *CommitError
-		if errors.As(err, &cerr) {
-			return Result{Paths: paths}, err
+	pend := &pending{Paths: paths, Message: msg, Author: gitName(by), Entries: []Entry{e}, LedgerFirst: true}
+	if err := savePending(v.dir, pend); err != nil {
+		return Result{}, fmt.Errorf("reject %s: %w", p.ID, err)
+	}
+	if qerr == nil {
+		if err := removeDurable(v.dir, queued); err != nil {
+			return Result{}, fmt.Errorf("reject %s: %w", p.ID, err)
 		}
-		return Result{Paths: paths}, &CommitError{Dir: v.dir, Err: err}
+	}
+	commit, err := v.settle(ctx, pend, msg)
+	var cerr *CommitError
+	switch {
+	case errors.As(err, &cerr):
+		return Result{Paths: paths}, err
+	case err != nil:
+		return Result{Paths: paths}, fmt.Errorf("reject %s: %w", p.ID, err)
 	}
 	return Result{Paths: paths, Commit: commit}, nil
 }
