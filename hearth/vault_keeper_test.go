@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,11 +42,19 @@ func startKeptVault(t *testing.T, locked bool, before map[string]string) (*heart
 			t.Fatal(err)
 		}
 	}
-	j, err := journal.Open(root.ThreadsDir(), journal.Options{})
+	h, s, _ := keptCore(t, root.ThreadsDir(), v)
+	return h, s, dir
+}
+
+// keptCore runs a core over the journal in threads and the vault v, with
+// fast retries of failed commits, until the test ends or stop is called
+// (stop waits for Run to return and closes the journal).
+func keptCore(t *testing.T, threads string, v hearth.Vault) (*hearth.Hearth, *hearth.Subscription, func()) {
+	t.Helper()
+	j, err := journal.Open(threads, journal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { j.Close() })
 	retry := backoff.Policy{Initial: time.Millisecond, Max: 20 * time.Millisecond}
 	h, err := hearth.New(hearth.Config{Journal: j, Vault: v, VaultRetry: retry, ShutdownGrace: 5 * time.Second})
 	if err != nil {
@@ -55,18 +64,23 @@ func startKeptVault(t *testing.T, locked bool, before map[string]string) (*heart
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		h.Run(ctx)
 	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return h, s, dir
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			s.Close()
+			j.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return h, s, stop
 }
 
 func settled(ev hearth.Event) bool { _, ok := ev.(*hearth.VaultSettled); return ok }
@@ -183,5 +197,61 @@ func TestOwnerEditsCommittedInBackground(t *testing.T) {
 				t.Errorf("%d ledger lines for the edit, want 1 (a held lock is not ledgered on every retry)", n)
 			}
 		})
+	}
+}
+
+// A write saved whose commit failed, then hearth stopped: the pending
+// commit outlives the core. A new core on the same root (nothing in
+// memory) commits it once, as the agent's with its proposal, and never
+// as the owner's edit; its ledger line is not repeated.
+func TestPendingCommitSurvivesRestart(t *testing.T) {
+	const path = "knowledge/projects/restart.md"
+	dir := t.TempDir()
+	root, err := memory.Open(t.Context(), dir, data.Defaults(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := vault.Open(t.Context(), dir, data.Vault(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, s, stop := keptCore(t, root.ThreadsDir(), v)
+	waitFor(t, s, settled)
+	lock := filepath.Join(dir, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Propose(t.Context(), noteProposal(path, "project", "mnemo keeps its vault under git with one commit per write"))
+	if err != nil || !out.CommitFailed {
+		t.Fatalf("Propose = %+v, %v; want saved, not committed", out, err)
+	}
+	stop() // hearth stops with the commit not made
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+
+	_, s2, _ := keptCore(t, root.ThreadsDir(), vault.New(dir, nil))
+	waitFor(t, s2, settled)
+	var got []string
+	for _, l := range gitLog(t, dir) {
+		if strings.Contains(l, path) {
+			got = append(got, l)
+		}
+	}
+	if len(got) != 1 || !strings.Contains(got[0], " agent vault: create "+path+" (committed late)") || !strings.Contains(got[0], "Proposal: "+out.ID) {
+		t.Fatalf("commits naming %s: %q, want one by the agent", path, got)
+	}
+	n := 0
+	es, _, _ := vault.ReadLedger(dir)
+	for _, e := range es {
+		if e.Path == path {
+			n++
+			if e.Author != vault.AuthorAgent || e.Proposal != out.ID {
+				t.Errorf("ledger line %+v", e)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d ledger lines for %s, want 1", n, path)
 	}
 }
