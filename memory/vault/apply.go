@@ -39,6 +39,7 @@ type Vault struct {
 	// crash, in tests, stops a write at a stage as a crash would
 	// (see pending.go): true leaves the write where it is.
 	crash func(stage string) bool
+	list  listCache // List's parsed notes (listcache.go)
 }
 
 // errCrash is what a write stopped by crash returns.

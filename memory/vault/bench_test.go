@@ -61,3 +61,36 @@ func BenchmarkApply(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkList measures List over a vault of 10,000 notes: warm (the
+// notes unchanged since the last List) and after the owner edited one
+// note; it reports p50 and p95.
+func BenchmarkList(b *testing.B) {
+	const n = 10_000
+	dir := newRoot(b)
+	for i := range n {
+		p := filepath.Join(dir, "knowledge", "projects", fmt.Sprintf("n%05d.md", i))
+		if err := os.WriteFile(p, []byte(noteText("project", Active, 0.9, "mnemo", claim)), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	v := New(dir, nil)
+	cold := time.Now()
+	if got, err := v.List(b.Context(), ListFilter{}); err != nil || len(got) != n {
+		b.Fatalf("List = %d notes, %v", len(got), err)
+	}
+	b.ReportMetric(float64(time.Since(cold).Microseconds())/1000, "cold-ms")
+	var lat []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		got, err := v.List(b.Context(), ListFilter{Tag: "mnemo"})
+		if err != nil || len(got) != n {
+			b.Fatalf("List = %d notes, %v", len(got), err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+}

@@ -143,8 +143,17 @@ func (v *Vault) List(ctx context.Context, f ListFilter) ([]NoteInfo, error) {
 		}
 	}
 	byPathOnly := f.Type == "" && f.Status == "" && f.Tag == ""
+	base := filepath.Join(v.dir, filepath.FromSlash(dirPart))
+	c := &v.list
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.notes == nil {
+		c.notes = make(map[string]cachedNote)
+	}
+	c.gen++
+	now := v.now()
 	var out []NoteInfo
-	err := filepath.WalkDir(filepath.Join(v.dir, filepath.FromSlash(dirPart)), func(full string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(base, func(full string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -154,7 +163,7 @@ func (v *Vault) List(ctx context.Context, f ListFilter) ([]NoteInfo, error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if strings.HasPrefix(d.Name(), ".") && full != filepath.Join(v.dir, filepath.FromSlash(dirPart)) {
+		if strings.HasPrefix(d.Name(), ".") && full != base {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -171,29 +180,37 @@ func (v *Vault) List(ctx context.Context, f ListFilter) ([]NoteInfo, error) {
 		if !strings.HasPrefix(p, prefix) || !isNotePath(p) {
 			return nil // a README explains a folder: it is not a note
 		}
-		b, err := os.ReadFile(full)
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since the directory was read
+		}
 		if err != nil {
 			return err
 		}
-		n, perr := ParseNote(p, b)
-		if perr != nil {
+		n, err := c.info(full, p, fi, now)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if n.Err != "" {
 			if byPathOnly {
-				out = append(out, NoteInfo{Path: p, Err: perr.Error()})
+				out = append(out, NoteInfo{Path: p, Err: n.Err})
 			}
 			return nil
 		}
-		st := n.Status
-		if st == "" {
-			st = Active
-		}
-		if f.Type != "" && n.Type != f.Type || f.Status != "" && st != f.Status || f.Tag != "" && !slices.Contains(n.Tags, f.Tag) {
+		if f.Type != "" && n.Type != f.Type || f.Status != "" && n.Status != f.Status || f.Tag != "" && !slices.Contains(n.Tags, f.Tag) {
 			return nil
 		}
-		out = append(out, NoteInfo{Path: p, ID: n.ID, Title: n.Title, Type: n.Type, Status: st, Tags: n.Tags, UpdatedAt: n.UpdatedAt})
+		out = append(out, n.clone())
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	if prefix == dirPart+"/" {
+		c.prune(base + string(filepath.Separator))
 	}
 	return out, nil
 }
