@@ -124,7 +124,7 @@ bench-recall-scale: vectors
 # The vault at 10 and 10,000 notes: one auto-applied write (file, commit,
 # ledger; with recall's reindex in memory/recollect), search and list p95.
 bench-vault:
-	$(GO) test -run '^$$' -bench 'BenchmarkApply' -benchtime 200x -timeout 30m ./memory/vault/
+	$(GO) test -run '^$$' -bench 'BenchmarkApply|BenchmarkList' -benchtime 200x -timeout 30m ./memory/vault/
 	$(GO) test -run '^$$' -bench 'BenchmarkVault' -benchtime 200x -timeout 30m ./memory/recollect/
 
 fuzz:

@@ -1,8 +1,11 @@
 package vault
 
 import (
+	"context"
+	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -39,20 +42,13 @@ type statKey struct {
 	size       int64
 	mtime      int64
 	ino, ctime int64 // 0 where the platform does not say
-	mode       fs.FileMode
-}
-
-func keyOf(fi fs.FileInfo) statKey {
-	k := statKey{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode()}
-	k.ino, k.ctime = sysKey(fi)
-	return k
+	mode       uint32
 }
 
 // info returns the note at full (slash path p) as List shows it, from the
 // cache when its stat is unchanged, else read and parsed (and cached).
 // The caller holds c.mu.
-func (c *listCache) info(full, p string, fi fs.FileInfo, now time.Time) (NoteInfo, error) {
-	k := keyOf(fi)
+func (c *listCache) info(full, p string, k statKey, now time.Time) (NoteInfo, error) {
 	if e, ok := c.notes[full]; ok && e.stat == k && e.readAt.Sub(time.Unix(0, max(k.mtime, k.ctime))) > racyWindow {
 		e.gen = c.gen
 		c.notes[full] = e
@@ -93,4 +89,61 @@ func (c *listCache) prune(dir string) {
 func (i NoteInfo) clone() NoteInfo {
 	i.Tags = slices.Clone(i.Tags)
 	return i
+}
+
+// walkNotes calls fn for each regular file under base whose name ends
+// in ".md", dot files and directories left out, in WalkDir's order, with
+// its stat taken relative to its open directory (one short lookup, not
+// the full path's).
+func walkNotes(ctx context.Context, base string, fn func(full string, k statKey) error) error {
+	f, err := os.Open(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	des, err := f.ReadDir(-1)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	slices.SortFunc(des, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	var dirs []string
+	for _, de := range des {
+		if err := ctx.Err(); err != nil {
+			f.Close()
+			return err
+		}
+		name := de.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		full := filepath.Join(base, name)
+		if de.IsDir() {
+			dirs = append(dirs, full)
+			continue
+		}
+		if !de.Type().IsRegular() || !strings.HasSuffix(name, ".md") {
+			continue
+		}
+		k, err := statAt(f, full, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since the directory was read
+		}
+		if err == nil {
+			err = fn(full, k)
+		}
+		if err != nil {
+			f.Close()
+			return err
+		}
+	}
+	f.Close()
+	for _, d := range dirs {
+		if err := walkNotes(ctx, d, fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }

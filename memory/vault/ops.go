@@ -153,25 +153,7 @@ func (v *Vault) List(ctx context.Context, f ListFilter) ([]NoteInfo, error) {
 	c.gen++
 	now := v.now()
 	var out []NoteInfo
-	err := filepath.WalkDir(base, func(full string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if strings.HasPrefix(d.Name(), ".") && full != base {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), ".md") {
-			return nil
-		}
+	err := walkNotes(ctx, base, func(full string, k statKey) error {
 		rel, err := filepath.Rel(v.dir, full)
 		if err != nil {
 			return err
@@ -180,14 +162,7 @@ func (v *Vault) List(ctx context.Context, f ListFilter) ([]NoteInfo, error) {
 		if !strings.HasPrefix(p, prefix) || !isNotePath(p) {
 			return nil // a README explains a folder: it is not a note
 		}
-		fi, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // removed since the directory was read
-		}
-		if err != nil {
-			return err
-		}
-		n, err := c.info(full, p, fi, now)
+		n, err := c.info(full, p, k, now)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}

@@ -1,16 +1,18 @@
 package vault
 
 import (
-	"io/fs"
-	"syscall"
+	"os"
+
+	"golang.org/x/sys/unix"
 )
 
-// sysKey is a file's inode and status-change time (ns), which any write,
+// statAt stats the entry name of the open directory dir (full is its
+// path): size, mtime, inode and status-change time, which any write,
 // rename over or chmod changes, even one that puts mtime back.
-func sysKey(fi fs.FileInfo) (ino, ctime int64) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, 0
+func statAt(dir *os.File, full, name string) (statKey, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return statKey{}, &os.PathError{Op: "fstatat", Path: full, Err: err}
 	}
-	return int64(st.Ino), st.Ctim.Nano()
+	return statKey{size: st.Size, mtime: st.Mtim.Nano(), ino: int64(st.Ino), ctime: st.Ctim.Nano(), mode: st.Mode}, nil
 }
