@@ -209,6 +209,9 @@ func (v *Vault) CommitPending(ctx context.Context) (Result, error) {
 // (its after hash, or gone when it was removed).
 func (v *Vault) written(es []Entry) bool {
 	for _, e := range es {
+		if !filepath.IsLocal(filepath.FromSlash(e.Path)) {
+			continue
+		}
 		b, err := v.Read(e.Path)
 		if err != nil {
 			continue

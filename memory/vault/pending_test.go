@@ -223,3 +223,40 @@ func TestRejectAndPurgePendingAcrossRestart(t *testing.T) {
 		t.Errorf("%d ledger lines for the purged note, want 2", n)
 	}
 }
+
+// Whatever a pending record holds (torn, hand-edited, hostile), reading
+// the records never panics, keeps only well-formed ones, and drops the
+// rest; committing them never commits outside the root.
+func FuzzReadPending(f *testing.F) {
+	f.Add([]byte(`{"id":"X","paths":["knowledge/a.md"],"message":"m","author":"agent"}`))
+	f.Add([]byte(`{"id":`))
+	f.Add([]byte(`{"id":"X","paths":[]}`))
+	f.Add([]byte(`{"id":"X","paths":["../../etc/passwd"],"entries":[{"path":"../x"}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		pd := filepath.Join(dir, "."+pendingDirName) // no .git: the root's own
+		if err := os.MkdirAll(pd, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pd, "X.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := readPending(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			if p.ID != "X" || len(p.Paths) == 0 {
+				t.Fatalf("kept %+v", p)
+			}
+		}
+		if len(ps) == 0 {
+			if _, err := os.Stat(filepath.Join(pd, "X.json")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a bad record is left: %v", err)
+			}
+		}
+		// No repository: the commit fails, and nothing is written
+		// outside the root.
+		_, _ = New(dir, nil).CommitPending(t.Context())
+	})
+}
