@@ -73,16 +73,18 @@ func (h *standIn) send(m ipc.Msg) {
 	case *ipc.VoiceRequest:
 		h.wg.Go(func() {
 			if h.refuse != nil {
-				h.answer(h.refuse)
+				e := *h.refuse
+				e.Ref = m.Ref
+				h.answer(&e)
 				return
 			}
 			c, s, err := h.creds.Credential(h.ctx)
 			if err != nil {
-				h.answer(&ipc.Error{Code: ipc.CodeProviderError, Message: "mint failed"})
+				h.answer(&ipc.Error{Code: ipc.CodeProviderError, Message: "mint failed", Ref: m.Ref})
 				return
 			}
 			w := &ipc.VoiceCredential{Token: c.Value, ExpiresAt: c.ExpiresAt, URL: c.URL, Model: c.Model, Dialect: c.Dialect,
-				Instructions: s.Instructions, Voice: s.Voice}
+				Instructions: s.Instructions, Voice: s.Voice, Ref: m.Ref}
 			if s.VAD.Mode != "" {
 				w.VAD = &ipc.VoiceVAD{Type: s.VAD.Mode}
 			}
