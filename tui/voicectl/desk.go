@@ -158,8 +158,8 @@ type Desk struct {
 	known       map[string]string // agent items: the latest text, partial or final
 	cut         map[string]bool   // flushed by barge-in: late audio is dropped
 	queued      []string          // agent items written to the player since it was last idle
-	held        []final         // agent finals waiting for playback to end
-	calls       []*toolCall     // function calls of the response in flight
+	held        []final           // agent finals waiting for playback to end
+	calls       []*toolCall       // function calls of the response in flight
 	wg          sync.WaitGroup
 }
 
