@@ -605,3 +605,45 @@ func TestTalkKeyBargesIn(t *testing.T) {
 		}
 	})
 }
+
+// TestCutWithoutTruncated: the user talks over the agent and the session
+// ends before the provider's truncated transcript arrives. The agent's
+// item is stored once, marked incomplete, with what was known of it: the
+// final text when it had come (sent), else the partial so far (held).
+func TestCutWithoutTruncated(t *testing.T) {
+	const text = "one two three four five six seven eight nine ten"
+	for _, c := range []struct {
+		hold int
+		want string
+	}{{0, text}, {10, "one two three four five"}} {
+		t.Run(fmt.Sprintf("hold=%d", c.hold), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := start(t, voicetest.Options{NoTruncated: true, Turns: []voicetest.Turn{
+					{User: "count", Reply: voicetest.Reply{Transcript: text, AudioMS: 2000, HoldAfter: c.hold}},
+				}}, audio.FullDuplex, voice.Settings{})
+				r.until(t, "listening", isState(voicectl.Listening))
+				r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
+				r.until(t, "agent speaking", isState(voicectl.AgentSpeaking))
+				time.Sleep(300 * time.Millisecond) // the bubble's clock: the speaker plays 300 ms
+				r.audio.Say(voicetest.Tone(300))
+				r.until(t, "you speaking", isState(voicectl.UserSpeaking))
+				synctest.Wait()
+				if n := len(r.srv.Truncates()); n != 1 {
+					t.Fatalf("%d truncates, want 1", n)
+				}
+				if err := r.stop(t); err != nil {
+					t.Fatal(err)
+				}
+				var agent []ipc.Transcript
+				for _, tr := range r.h.transcripts() {
+					if tr.Role == "agent" {
+						agent = append(agent, tr)
+					}
+				}
+				if len(agent) != 1 || agent[0].Text != c.want || !agent[0].Incomplete || agent[0].Ref == "" {
+					t.Fatalf("agent transcripts %+v, want one incomplete %q", agent, c.want)
+				}
+			})
+		})
+	}
+}
