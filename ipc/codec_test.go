@@ -38,8 +38,8 @@ var samples = []struct {
 }{
 	{ipc.TypeConnect, &ipc.Connect{Token: "s3cret", Client: "mnemo/0.1", Protocol: ipc.ProtocolVersion}},
 	{ipc.TypeMessage, &ipc.Message{Content: "hello\nworld <&>", Ref: "c1"}},
-	{ipc.TypeVoiceRequest, &ipc.VoiceRequest{}},
-	{ipc.TypeTranscript, &ipc.Transcript{Role: ipc.RoleUser, Text: "hi there", Ref: "t1"}},
+	{ipc.TypeVoiceRequest, &ipc.VoiceRequest{Ref: "vr1"}},
+	{ipc.TypeTranscript, &ipc.Transcript{Role: ipc.RoleUser, Text: "hi there", Ref: "t1", Incomplete: true}},
 	{ipc.TypeStopVoice, &ipc.StopVoice{}},
 	{ipc.TypeVoiceToolCall, &ipc.VoiceToolCall{CallID: "call_1", Name: "memory_search", Arguments: `{"query":"coffee"}`, Ref: "vt1"}},
 	{ipc.TypeVoiceToolResult, &ipc.VoiceToolResult{CallID: "call_1", Output: "no memories match", IsError: true, Ref: "vt1"}},
@@ -71,6 +71,7 @@ var samples = []struct {
 		Dialect: ipc.DialectXAI, Voice: "eve", TranscriptionModel: "grok-transcribe",
 		VAD:   &ipc.VoiceVAD{Type: ipc.VADServer, Threshold: 0.2, SilenceMS: 500, PrefixPaddingMS: 300},
 		Tools: []ipc.VoiceTool{{Name: "memory_search", Description: "search memory", Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}},
+		Ref:   "vr1",
 	}},
 	{ipc.TypeError, &ipc.Error{Code: ipc.CodeNoProvider, Message: "no model provider is configured", Ref: "c1"}},
 	{ipc.TypePong, &ipc.Pong{Ref: "p1"}},

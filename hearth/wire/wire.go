@@ -28,6 +28,7 @@ type Core interface {
 	Subscribe(opts hearth.WatchOptions) (*hearth.Subscription, error)
 	Send(ref, content string) error
 	AddTranscript(ref, role, text string) error
+	AddCutTranscript(ref, role, text string) error
 	Cancel(ref string) error
 	Confirm(id string, approve bool) error
 	Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
@@ -162,11 +163,15 @@ func (s *Session) Handle(m ipc.Msg) bool {
 	case *ipc.Message:
 		s.refuse(s.core.Send(m.Ref, m.Content), m.Ref)
 	case *ipc.Transcript:
-		s.refuse(s.core.AddTranscript(m.Ref, m.Role, m.Text), m.Ref)
+		add := s.core.AddTranscript
+		if m.Incomplete {
+			add = s.core.AddCutTranscript
+		}
+		s.refuse(add(m.Ref, m.Role, m.Text), m.Ref)
 	case *ipc.Ping:
 		s.reply(&ipc.Pong{Ref: m.Ref})
 	case *ipc.VoiceRequest:
-		s.voice()
+		s.voice(m.Ref)
 	case *ipc.StopVoice:
 		s.core.StopVoice()
 	case *ipc.VoiceToolCall:
@@ -280,17 +285,20 @@ func (s *Session) search(m *ipc.Search) {
 const voiceTimeout = 30 * time.Second
 
 // voice mints a voice credential off the caller's goroutine and sends it
-// to this client only; Close cancels it.
-func (s *Session) voice() {
+// to this client only, with the request's ref (also on the error); Close
+// cancels it.
+func (s *Session) voice(ref string) {
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, voiceTimeout)
 		defer cancel()
 		cred, err := s.core.RequestVoice(ctx)
 		if err != nil {
-			s.refuse(err, "")
+			s.refuse(err, ref)
 			return
 		}
-		s.reply(VoiceCredential(cred))
+		m := VoiceCredential(cred)
+		m.Ref = ref
+		s.reply(m)
 	})
 }
 

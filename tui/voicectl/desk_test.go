@@ -73,16 +73,18 @@ func (h *standIn) send(m ipc.Msg) {
 	case *ipc.VoiceRequest:
 		h.wg.Go(func() {
 			if h.refuse != nil {
-				h.answer(h.refuse)
+				e := *h.refuse
+				e.Ref = m.Ref
+				h.answer(&e)
 				return
 			}
 			c, s, err := h.creds.Credential(h.ctx)
 			if err != nil {
-				h.answer(&ipc.Error{Code: ipc.CodeProviderError, Message: "mint failed"})
+				h.answer(&ipc.Error{Code: ipc.CodeProviderError, Message: "mint failed", Ref: m.Ref})
 				return
 			}
 			w := &ipc.VoiceCredential{Token: c.Value, ExpiresAt: c.ExpiresAt, URL: c.URL, Model: c.Model, Dialect: c.Dialect,
-				Instructions: s.Instructions, Voice: s.Voice}
+				Instructions: s.Instructions, Voice: s.Voice, Ref: m.Ref}
 			if s.VAD.Mode != "" {
 				w.VAD = &ipc.VoiceVAD{Type: s.VAD.Mode}
 			}
@@ -602,4 +604,46 @@ func TestTalkKeyBargesIn(t *testing.T) {
 			t.Errorf("agent turns %q, want %q", agent, want)
 		}
 	})
+}
+
+// TestCutWithoutTruncated: the user talks over the agent and the session
+// ends before the provider's truncated transcript arrives. The agent's
+// item is stored once, marked incomplete, with what was known of it: the
+// final text when it had come (sent), else the partial so far (held).
+func TestCutWithoutTruncated(t *testing.T) {
+	const text = "one two three four five six seven eight nine ten"
+	for _, c := range []struct {
+		hold int
+		want string
+	}{{0, text}, {10, "one two three four five"}} {
+		t.Run(fmt.Sprintf("hold=%d", c.hold), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := start(t, voicetest.Options{NoTruncated: true, Turns: []voicetest.Turn{
+					{User: "count", Reply: voicetest.Reply{Transcript: text, AudioMS: 2000, HoldAfter: c.hold}},
+				}}, audio.FullDuplex, voice.Settings{})
+				r.until(t, "listening", isState(voicectl.Listening))
+				r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
+				r.until(t, "agent speaking", isState(voicectl.AgentSpeaking))
+				time.Sleep(300 * time.Millisecond) // the bubble's clock: the speaker plays 300 ms
+				r.audio.Say(voicetest.Tone(300))
+				r.until(t, "you speaking", isState(voicectl.UserSpeaking))
+				synctest.Wait()
+				if n := len(r.srv.Truncates()); n != 1 {
+					t.Fatalf("%d truncates, want 1", n)
+				}
+				if err := r.stop(t); err != nil {
+					t.Fatal(err)
+				}
+				var agent []ipc.Transcript
+				for _, tr := range r.h.transcripts() {
+					if tr.Role == "agent" {
+						agent = append(agent, tr)
+					}
+				}
+				if len(agent) != 1 || agent[0].Text != c.want || !agent[0].Incomplete || agent[0].Ref == "" {
+					t.Fatalf("agent transcripts %+v, want one incomplete %q", agent, c.want)
+				}
+			})
+		})
+	}
 }

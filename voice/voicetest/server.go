@@ -67,6 +67,9 @@ type Options struct {
 	Now       func() time.Time
 	// HoldUpdated delays session.updated until Release.
 	HoldUpdated bool
+	// NoTruncated records each truncate but never answers it, as when the
+	// session closes before conversation.item.truncated arrives.
+	NoTruncated bool
 }
 
 // Handshake is one WebSocket connection attempt as the server saw it.
