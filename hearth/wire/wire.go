@@ -520,6 +520,7 @@ func (s *Session) health(ref string) *ipc.HealthReport {
 			Backend: ix.Backend, Embedder: ix.Embedder, Indexed: ix.IndexedSinceStart, LagMS: ix.Lag.Milliseconds(),
 			Failures: ix.Failures, Failing: ix.Failing, Unavailable: ix.Unavailable, Ready: ix.Ready,
 			RecallSearches: ix.Searches.Recall, KeywordSearches: ix.Searches.Keyword,
+			Note: ix.Note,
 		}
 	}
 	if s.opts.Health != nil {
