@@ -92,6 +92,7 @@ var samples = []struct {
 	{ipc.TypeProposalDecide, &ipc.ProposalDecide{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Approve: true, Content: "---\nid: x\n---\nflat white\n", Ref: "v2"}},
 	{ipc.TypeProposalDecided, &ipc.ProposalDecided{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Path: "knowledge/prefs/coffee.md", Decision: "applied",
 		Why: "approved by the owner", Commit: "4f1c2d", CommitFailed: true, By: "owner", Ref: "v2"}},
+	{ipc.TypeShutdown, &ipc.Shutdown{Ref: "s1"}},
 }
 
 var prop1 = ipc.Proposal{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Op: "create", Path: "knowledge/prefs/coffee.md", Reason: "the owner said so",
@@ -109,6 +110,7 @@ var allTypes = []string{
 	ipc.TypeHealth, ipc.TypeHealthReport, ipc.TypeHistoryQuery, ipc.TypeHistoryPage,
 	ipc.TypeForget, ipc.TypeForgotten,
 	ipc.TypeProposals, ipc.TypeProposal, ipc.TypeProposalList, ipc.TypeProposalDecide, ipc.TypeProposalDecided,
+	ipc.TypeShutdown,
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {

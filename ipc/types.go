@@ -766,6 +766,8 @@ func newMsg(typ string) Msg {
 		return new(ProposalDecide)
 	case TypeProposalDecided:
 		return new(ProposalDecided)
+	case TypeShutdown:
+		return new(Shutdown)
 	}
 	return nil
 }

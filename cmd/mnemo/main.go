@@ -58,6 +58,7 @@ commands:
                   review what the agent proposed to remember
   status          hearth's health: agent state, model, recall index progress
   ping [-wait D]  check that hearth answers, waiting up to D
+  stop            ask hearth to shut down gracefully (the owner only)
   export FILE     write the memory root to one .tar.gz (--root DIR: that
                   root); tar and git read it; hearth may keep running
   import FILE     restore an export into a new, empty root (--root DIR)
@@ -175,6 +176,10 @@ func run() error {
 		fmt.Print(usage)
 		return nil
 	case "tui", "chat", "status", "history", "ping", "forget", "search":
+	case "stop": // stop.go
+		if *localMode {
+			return usagef("stop asks a running hearth to stop; with --local there is none")
+		}
 	case "export": // archive.go; needs no hearth
 		return exportRoot(ctx, args, *root, os.Stdout, os.Stderr)
 	case "import":
@@ -225,6 +230,8 @@ func run() error {
 		return memoryCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	case "search":
 		return search(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
+	case "stop":
+		return stopHearth(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	default:
 		return usagef("unknown command %q (mnemo help lists the commands)", cmd)
 	}
