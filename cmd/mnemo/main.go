@@ -59,6 +59,7 @@ commands:
   status          hearth's health: agent state, model, recall index progress
   ping [-wait D]  check that hearth answers, waiting up to D
   stop            ask hearth to shut down gracefully (the owner only)
+  doctor          check the set-up, each problem with its fix (exit 1 if any)
   export FILE     write the memory root to one .tar.gz (--root DIR: that
                   root); tar and git read it; hearth may keep running
   import FILE     restore an export into a new, empty root (--root DIR)
@@ -176,6 +177,19 @@ func run() error {
 		fmt.Print(usage)
 		return nil
 	case "tui", "chat", "status", "history", "ping", "forget", "search":
+	case "doctor": // doctor.go
+		r, gw, err := doctorDefaults(*root)
+		if err != nil {
+			return err
+		}
+		tok := func() (string, error) {
+			if *tokenFile != "" {
+				return ipc.ReadTokenFile(*tokenFile)
+			}
+			return ipc.DiscoverToken(os.Getenv)
+		}
+		return doctor(ctx, doctorEnv{clientVersion: version, token: tok, health: askHealth(o.Addr, o.Client),
+			root: r, gw: gw, free: statfsFree, now: time.Now}, os.Stdout)
 	case "stop": // stop.go
 		if *localMode {
 			return usagef("stop asks a running hearth to stop; with --local there is none")
