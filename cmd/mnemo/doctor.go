@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mnemo/mnemo/hearth/config"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
 )
@@ -40,6 +41,9 @@ type doctorEnv struct {
 	gw     string // gateway.json
 	free   func(dir string) (uint64, error)
 	now    func() time.Time
+	// config is what loading hearth's configuration here said: nil, or
+	// why it is invalid.
+	config error
 }
 
 // minFree is the free space under the memory root below which doctor
@@ -52,6 +56,9 @@ func doctor(ctx context.Context, env doctorEnv, w io.Writer) error {
 	var fs []finding
 	add := func(f finding) { fs = append(fs, f) }
 
+	if env.config != nil {
+		add(finding{"config", false, "hearth's configuration here is invalid: " + env.config.Error(), "`hearth config` shows each value and where it came from; fix the file or the variable it names"})
+	}
 	tok, terr := env.token()
 	if terr != nil {
 		add(finding{"token", false, terr.Error(), "start hearth once (it writes its token file), or set APP_AUTH_TOKEN or --token-file"})
@@ -298,17 +305,22 @@ func askHealth(addr, client string) func(context.Context, string) (*ipc.HealthRe
 	}
 }
 
-// doctorDefaults are the places doctor looks at on this machine.
+// doctorDefaults are the memory root and gateway.json hearth's
+// configuration names on this machine (root, when set, overrides), and
+// whether that configuration is invalid.
 func doctorDefaults(root string) (string, string, error) {
+	cfg, cerr := config.Load(config.LoadOptions{})
+	if cfg == nil {
+		return "", "", cerr
+	}
+	if root == "" {
+		root = cfg.Root.Value
+	}
 	if root == "" {
 		var err error
 		if root, err = memory.DefaultDir(); err != nil {
 			return "", "", err
 		}
 	}
-	cfg, err := os.UserConfigDir()
-	if err != nil {
-		return "", "", err
-	}
-	return root, filepath.Join(cfg, "mnemo", "gateway.json"), nil
+	return root, cfg.Gateway.Value, cerr
 }

@@ -96,6 +96,8 @@ func TestDoctor(t *testing.T) {
 			writeFile(t, e.gw, `{"servers":[`)
 		}, []string{"FAIL tools", "does not parse"}, true},
 		{"disk nearly full", func(t *testing.T, e *doctorEnv) { e.free = func(string) (uint64, error) { return 10 << 20, nil } }, []string{"FAIL disk", "10 MiB free"}, true},
+		{"config invalid", func(t *testing.T, e *doctorEnv) { e.config = errors.New("MNEMO_PROVIDER: unknown provider") },
+			[]string{"FAIL config", "MNEMO_PROVIDER", "hearth config"}, true},
 		{"clock went back", func(t *testing.T, e *doctorEnv) {
 			e.now = func() time.Time { return time.Now().Add(-2 * time.Hour) }
 		}, []string{"FAIL clock", "before the journal's last write"}, true},

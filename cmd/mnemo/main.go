@@ -178,9 +178,9 @@ func run() error {
 		return nil
 	case "tui", "chat", "status", "history", "ping", "forget", "search":
 	case "doctor": // doctor.go
-		r, gw, err := doctorDefaults(*root)
-		if err != nil {
-			return err
+		r, gw, cerr := doctorDefaults(*root)
+		if r == "" {
+			return cerr
 		}
 		tok := func() (string, error) {
 			if *tokenFile != "" {
@@ -189,7 +189,7 @@ func run() error {
 			return ipc.DiscoverToken(os.Getenv)
 		}
 		return doctor(ctx, doctorEnv{clientVersion: version, token: tok, health: askHealth(o.Addr, o.Client),
-			root: r, gw: gw, free: statfsFree, now: time.Now}, os.Stdout)
+			root: r, gw: gw, free: statfsFree, now: time.Now, config: cerr}, os.Stdout)
 	case "stop": // stop.go
 		if *localMode {
 			return usagef("stop asks a running hearth to stop; with --local there is none")
