@@ -119,3 +119,23 @@ fuzz:
 
 clean:
 	rm -rf $(BIN)
+
+# Install the binaries into $(PREFIX)/bin (default ~/.local/bin) and the
+# word vectors into the cache where hearth looks by default; uninstall
+# removes both and never touches the memory root, the token or the config.
+PREFIX ?= $(HOME)/.local
+BINDIR ?= $(PREFIX)/bin
+.PHONY: install uninstall
+
+install: build
+	mkdir -p "$(DESTDIR)$(BINDIR)"
+	cp $(BIN)/hearth "$(DESTDIR)$(BINDIR)/hearth.tmp" && mv "$(DESTDIR)$(BINDIR)/hearth.tmp" "$(DESTDIR)$(BINDIR)/hearth"
+	cp $(BIN)/mnemo "$(DESTDIR)$(BINDIR)/mnemo.tmp" && mv "$(DESTDIR)$(BINDIR)/mnemo.tmp" "$(DESTDIR)$(BINDIR)/mnemo"
+	chmod 0755 "$(DESTDIR)$(BINDIR)/hearth" "$(DESTDIR)$(BINDIR)/mnemo"
+	@$(MAKE) -s vectors || echo "word vectors unavailable: recall will be lexical only until \`make vectors\` succeeds"
+	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "note: $(BINDIR) is not on your PATH";; esac
+	@echo "installed hearth and mnemo in $(DESTDIR)$(BINDIR); \`hearth service install\` runs hearth at login, \`mnemo doctor\` checks the set-up"
+
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/hearth" "$(DESTDIR)$(BINDIR)/mnemo" "$(VECTORS_HOME)"
+	@echo "removed the binaries and the cached word vectors; your memory ($(or $(XDG_DATA_HOME),$(HOME)/.local/share)/mnemo) and configuration are untouched"
