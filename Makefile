@@ -25,16 +25,29 @@ CACHE_HOME  := $(if $(filter Darwin,$(shell uname -s)),$(HOME)/Library/Caches,$(
 VECTORS_HOME := $(CACHE_HOME)/mnemo/wink-sg100-100k.bin
 WORDVEC_SRC := $(filter-out %_test.go,$(wildcard memory/embed/wordvec/*.go memory/embed/wordvec/cmd/mkvectors/*.go))
 
-.PHONY: all build run test test-audio deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale fuzz clean
+.PHONY: all build run voice-deps test test-audio bench-voice deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale bench-vault fuzz clean
 
 all: build
 
+# The client gets voice (build tag portaudio, cgo) when PortAudio's
+# development files and a C compiler are installed; hearth never needs it.
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/hearth ./cmd/hearth
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/mnemo ./cmd/mnemo
+	@if pkg-config --exists portaudio-2.0 2>/dev/null && [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then \
+		echo "$(GO) build -tags portaudio ... ./cmd/mnemo"; \
+		$(GO) build -tags portaudio -ldflags '$(LDFLAGS)' -o $(BIN)/mnemo ./cmd/mnemo; \
+	else \
+		echo "building mnemo without voice: PortAudio is not installed (make voice-deps, or: apt-get install portaudio19-dev pkg-config gcc)"; \
+		$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/mnemo ./cmd/mnemo; \
+	fi
+
+# Installs PortAudio for voice when missing (apt as root, else sudo);
+# never fails: without it the client is built without voice.
+voice-deps:
+	@scripts/voice-deps.sh
 
 # Start hearth in the background unless one already answers, then chat.
-run: build
+run: voice-deps build
 	@mkdir -p "$(STATE)"
 	@$(MAKE) -s vectors || echo "word vectors unavailable: recall will be lexical only"
 	@if ! $(BIN)/mnemo ping >/dev/null 2>&1; then \
@@ -75,18 +88,25 @@ $(MCP_NODE_DIR)/.installed: Makefile
 vet:
 	$(GO) vet ./...
 
+# Then the audio device tests, when PortAudio, PulseAudio, espeak-ng and sox
+# are installed (it says so when it skips them; MNEMO_AUDIO_REQUIRED=1, as
+# in CI, makes a missing piece a failure).
 test: deps vet
 	MNEMO_MCP_NODE_MODULES=$(MCP_NODE_DIR)/node_modules MNEMO_WORDVEC=$(VECTORS) $(GO) test -race -count=1 -timeout 25m ./...
+	GO=$(GO) scripts/audio-test.sh
 
-# The PortAudio device layer (build tag portaudio) against PulseAudio null
-# sinks: installs portaudio19-dev pkg-config pulseaudio pulseaudio-utils
-# espeak-ng sox when missing (apt, as root) and starts the daemon once.
-# checkptr is off: two PortAudio streams trip it inside the binding.
-AUDIO_RUNTIME ?= /tmp/mnemo-audio
-AUDIO_ENV := XDG_RUNTIME_DIR=$(AUDIO_RUNTIME) PULSE_SERVER=unix:$(AUDIO_RUNTIME)/pulse/native
+# The audio device tests alone (build tag portaudio) against a PulseAudio
+# daemon of their own with null sinks, stopped afterwards; installs
+# portaudio19-dev pkg-config pulseaudio pulseaudio-utils espeak-ng sox when
+# missing (apt, as root, else sudo).
 test-audio:
-	$(AUDIO_ENV) scripts/audio-setup.sh
-	$(AUDIO_ENV) MNEMO_AUDIO_REQUIRED=1 $(GO) test -tags portaudio -race -count=1 -gcflags=all=-d=checkptr=0 ./voice/audio/...
+	GO=$(GO) MNEMO_AUDIO_REQUIRED=1 scripts/audio-test.sh $(AUDIO_FLAGS)
+
+# Voice measurements on the devices (voice/audio/voicebench_test.go): the
+# paths mnemo adds latency to, barge-in to silence, CPU of a 30 s session,
+# underruns; and the speexdsp canceller's cost per frame.
+bench-voice:
+	GO=$(GO) MNEMO_AUDIO_REQUIRED=1 MNEMO_AUDIO_RACE= scripts/audio-test.sh -run '^$$' -bench 'Voice|Speex' -v $(AUDIO_FLAGS)
 
 # Benchmarks are separate from `make test`; numbers go in closing notes.
 bench: bench-hearth bench-journal bench-agent
@@ -108,6 +128,12 @@ bench-recall: vectors
 # Synthetic journal at 10k/100k/1M turns (~2 min, ~1 GB RSS at 1M).
 bench-recall-scale: vectors
 	$(GO) run ./bench/cmd/scale -vectors $(VECTORS) $(SCALE_FLAGS)
+
+# The vault at 10 and 10,000 notes: one auto-applied write (file, commit,
+# ledger; with recall's reindex in memory/recollect), search and list p95.
+bench-vault:
+	$(GO) test -run '^$$' -bench 'BenchmarkApply' -benchtime 200x -timeout 30m ./memory/vault/
+	$(GO) test -run '^$$' -bench 'BenchmarkVault' -benchtime 200x -timeout 30m ./memory/recollect/
 
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \

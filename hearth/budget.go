@@ -17,14 +17,17 @@ const (
 
 // ContextBudget is how many tokens of conversation hearth assembles for
 // each turn, and how they are shared between the parts: the recent turns
-// (the window, oldest dropped first), relevant older turns and relevant
-// tool results (both found by recall and injected). Shares are percentages
-// of Tokens; what they leave (100 minus their sum) is not spent. The
-// session context (AGENT.md, the continuity anchor) is outside the budget.
+// (the window, oldest dropped first), sections of knowledge notes,
+// relevant older turns and relevant tool results (all three found by
+// recall and injected). Notes come first (seed 003 §5.1's tiers): what
+// they leave of their share goes to the older turns. Shares are
+// percentages of Tokens; what they leave (100 minus their sum) is not
+// spent. The session context (AGENT.md, the continuity anchor) is outside
+// the budget.
 //
 // In PreferencesFile it is the "context" object:
 //
-//	{"context": {"budget_tokens": 24000, "shares": {"recent": 75, "memories": 15, "tools": 10}}}
+//	{"context": {"budget_tokens": 24000, "shares": {"recent": 75, "knowledge": 10, "memories": 5, "tools": 10}}}
 //
 // and an omitted field keeps its value from -context-budget or the default.
 type ContextBudget struct {
@@ -34,19 +37,21 @@ type ContextBudget struct {
 
 // ContextShares are the percentages of a ContextBudget each part may use.
 type ContextShares struct {
-	Recent   int `json:"recent"`   // the recent turns
-	Memories int `json:"memories"` // relevant older turns
-	Tools    int `json:"tools"`    // relevant tool results
+	Recent    int `json:"recent"`    // the recent turns
+	Knowledge int `json:"knowledge"` // sections of relevant knowledge notes, first
+	Memories  int `json:"memories"`  // relevant older turns
+	Tools     int `json:"tools"`     // relevant tool results
 }
 
 // Allowance is a ContextBudget in tokens per part.
 type Allowance struct {
-	Recent, Memories, Tools int
+	Recent, Knowledge, Memories, Tools int
 }
 
-// DefaultContextBudget is 24000 tokens shared 75/15/10.
+// DefaultContextBudget is 24000 tokens shared 75 recent, 10 knowledge, 5
+// older turns (15 when no note is relevant), 10 tool results.
 func DefaultContextBudget() ContextBudget {
-	return ContextBudget{Tokens: DefaultContextTokens, Shares: ContextShares{Recent: 75, Memories: 15, Tools: 10}}
+	return ContextBudget{Tokens: DefaultContextTokens, Shares: ContextShares{Recent: 75, Knowledge: 10, Memories: 5, Tools: 10}}
 }
 
 // Validate says what is wrong with b, in terms the owner can act on.
@@ -59,12 +64,12 @@ func (b ContextBudget) Validate() error {
 	for _, sh := range []struct {
 		name string
 		pct  int
-	}{{"recent", s.Recent}, {"memories", s.Memories}, {"tools", s.Tools}} {
+	}{{"recent", s.Recent}, {"knowledge", s.Knowledge}, {"memories", s.Memories}, {"tools", s.Tools}} {
 		if sh.pct < 0 {
 			errs = append(errs, fmt.Errorf("share %q is %d%%; shares must not be negative", sh.name, sh.pct))
 		}
 	}
-	if sum := s.Recent + s.Memories + s.Tools; sum > 100 {
+	if sum := s.Recent + s.Knowledge + s.Memories + s.Tools; sum > 100 {
 		errs = append(errs, fmt.Errorf("shares add up to %d%%, more than 100%%", sum))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -76,7 +81,7 @@ func (b ContextBudget) Validate() error {
 // Allowance is b's tokens for each part, rounded down.
 func (b ContextBudget) Allowance() Allowance {
 	part := func(pct int) int { return b.Tokens * pct / 100 }
-	return Allowance{Recent: part(b.Shares.Recent), Memories: part(b.Shares.Memories), Tools: part(b.Shares.Tools)}
+	return Allowance{Recent: part(b.Shares.Recent), Knowledge: part(b.Shares.Knowledge), Memories: part(b.Shares.Memories), Tools: part(b.Shares.Tools)}
 }
 
 // estimateTokens is the one token estimate hearth uses: 4 bytes a token,

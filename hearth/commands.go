@@ -127,6 +127,8 @@ type Health struct {
 	Dropped int
 	// Index is recall's progress; nil while it first opens or when off.
 	Index *memory.IndexHealth
+	// Vault is the vault's commit state; nil without a vault.
+	Vault *VaultHealth
 	At    time.Time
 }
 
@@ -141,5 +143,6 @@ func (h *Hearth) Health() Health {
 	if h.cfg.Memory != nil {
 		r.Index = h.cfg.Memory.Health()
 	}
+	r.Vault = h.vaultHealth()
 	return r
 }

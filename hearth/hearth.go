@@ -18,6 +18,7 @@ import (
 
 	"github.com/mnemo/mnemo/hearth/agent"
 	"github.com/mnemo/mnemo/hearth/llm"
+	"github.com/mnemo/mnemo/internal/backoff"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
 )
@@ -96,6 +97,9 @@ type Config struct {
 	// Vault is the readable memory agent and owner write (Propose); nil:
 	// none.
 	Vault Vault
+	// VaultRetry paces retries of failed vault commits; zero:
+	// DefaultVaultRetry.
+	VaultRetry backoff.Policy
 	// ToolCatalog keeps knowledge/system/tool_catalog.md in the Vault
 	// written from Tools while Run runs (see RefreshToolCatalog).
 	ToolCatalog bool
@@ -158,6 +162,7 @@ type Hearth struct {
 	// uncommitted are vault writes whose git commit failed, retried
 	// before the next vault write; guarded by commitMu.
 	uncommitted []uncommitted
+	keeper      vaultKeeper // see vault_keeper.go
 	// catalog keeps the tool catalog; nil when Config.ToolCatalog is off.
 	catalog *catalog
 
@@ -221,9 +226,10 @@ func New(cfg Config) (*Hearth, error) {
 		return nil, fmt.Errorf("hearth: read journal: %w", err)
 	}
 	h := &Hearth{
-		cfg:  cfg,
-		log:  cfg.Log,
-		subs: make(map[*Subscription]struct{}),
+		cfg:    cfg,
+		log:    cfg.Log,
+		subs:   make(map[*Subscription]struct{}),
+		keeper: vaultKeeper{wake: make(chan struct{}, 1)},
 		conv: &conversation{
 			id:       MainConversation,
 			keep:     keep,
@@ -257,6 +263,8 @@ func (h *Hearth) Run(ctx context.Context) error {
 		context.AfterFunc(turnCtx, func() { t.Stop() })
 	})
 	defer stop()
+	keeperDone := h.startVaultKeeper(ctx)
+	defer func() { <-keeperDone }()
 
 	catalogDone := h.startCatalog(ctx)
 	h.converse(ctx, turnCtx, h.conv)

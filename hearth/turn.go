@@ -92,7 +92,7 @@ func (h *Hearth) openingMemories(ctx context.Context, c *conversation, share int
 	slices.Reverse(query)
 	req := memory.ContextRequest{
 		Query: strings.Join(query, "\n"), Exclude: make(map[string]bool, len(window)),
-		Turns: allow.Memories / share, Tools: allow.Tools / share, Session: true, Injected: injected,
+		Turns: allow.Memories / share, Tools: allow.Tools / share, Knowledge: allow.Knowledge / share, Session: true, Injected: injected,
 	}
 	for _, r := range window {
 		req.Exclude[r.ID] = true
@@ -152,7 +152,7 @@ func (h *Hearth) budget() ContextBudget {
 	if h.cfg.Budgets != nil {
 		b = h.cfg.Budgets.Budget()
 	}
-	h.log.Debug("context budget", "tokens", b.Tokens, "recent", b.Shares.Recent, "memories", b.Shares.Memories, "tools", b.Shares.Tools)
+	h.log.Debug("context budget", "tokens", b.Tokens, "recent", b.Shares.Recent, "knowledge", b.Shares.Knowledge, "memories", b.Shares.Memories, "tools", b.Shares.Tools)
 	return b
 }
 
@@ -453,14 +453,15 @@ func (h *Hearth) streamToken(c *conversation, s string) {
 // for the window's newest user turn, within allow, leaving out what the
 // session's opening block already shows; "" when there is none.
 func (h *Hearth) memories(ctx context.Context, window []journal.Record, allow Allowance, sess *session) string {
-	if h.cfg.Memory == nil || (allow.Memories <= 0 && allow.Tools <= 0) {
+	if h.cfg.Memory == nil || (allow.Memories <= 0 && allow.Tools <= 0 && allow.Knowledge <= 0) {
 		return ""
 	}
-	req := memory.ContextRequest{Exclude: make(map[string]bool, len(window)+len(sess.injected)), Turns: allow.Memories, Tools: allow.Tools}
+	req := memory.ContextRequest{Exclude: make(map[string]bool, len(window)+len(sess.injected)), Turns: allow.Memories, Tools: allow.Tools, Knowledge: allow.Knowledge}
 	if sess.opened {
 		// The session's opening block holds the other half.
 		req.Turns -= allow.Memories / 2
 		req.Tools -= allow.Tools / 2
+		req.Knowledge -= allow.Knowledge / 2
 	}
 	for id := range sess.injected {
 		req.Exclude[id] = true

@@ -27,8 +27,21 @@ type Vault interface {
 	Read(path string) ([]byte, error)
 	// Apply writes an approved proposal, commits and ledgers it.
 	Apply(ctx context.Context, p *vault.Proposal) (vault.Result, error)
+	// OwnerEdits lists what the owner changed by hand, uncommitted.
+	OwnerEdits(ctx context.Context) ([]vault.Edit, error)
 	// CommitOwnerEdits commits what the owner changed by hand.
 	CommitOwnerEdits(ctx context.Context) (vault.Result, []error, error)
+	// Reject ledgers and commits a proposal's rejection.
+	Reject(ctx context.Context, p *vault.Proposal, by, why string) (vault.Result, error)
+	// ReadAt reads a file as it is, or at a version (a commit).
+	ReadAt(ctx context.Context, path, rev string) ([]byte, string, error)
+	// List lists the notes a filter selects.
+	List(ctx context.Context, f vault.ListFilter) ([]vault.NoteInfo, error)
+	// History lists the changes to a file, newest first.
+	History(ctx context.Context, path string, limit int) ([]vault.Change, error)
+	// Purge empties a layer (a directory of the vault), ledgered and
+	// committed.
+	Purge(ctx context.Context, layer, reason, author string) (vault.Result, error)
 }
 
 // Decisions a ProposalDecided carries.
@@ -113,6 +126,13 @@ func (h *Hearth) Propose(ctx context.Context, p vault.Proposal) (ProposalOutcome
 		}
 	}
 	d := vault.Decide(pol, &p, current)
+	if d.Verdict == vault.Reject && racedOwner(&p, current) {
+		// The owner edited the file since the proposal was made: their
+		// text stays, and the change is proposed again, against it, for
+		// them to review (never applied on its own).
+		d = vault.Decision{Verdict: vault.Queue, Why: "re-proposed: the file changed since the proposal was made (the owner's edit is kept); review it against the file as it is"}
+		p.Base = vault.Hash(current)
+	}
 	out := ProposalOutcome{ID: p.ID, Path: p.Path, Why: d.Why}
 	switch d.Verdict {
 	case vault.Queue:
@@ -127,22 +147,46 @@ func (h *Hearth) Propose(ctx context.Context, p vault.Proposal) (ProposalOutcome
 		return h.applyLocked(ctx, &p, d.Why, DecidedByPolicy)
 	default:
 		out.Decision = DecisionRejected
+		h.rejectLocked(ctx, &p, DecidedByPolicy, d.Why)
 		h.publish(&ProposalDecided{ProposalOutcome: out, By: DecidedByPolicy})
 		return out, nil
 	}
 }
 
+// racedOwner reports whether p, not the owner's, changes a file that is
+// no longer the one it was made against (an edit of the owner's raced it).
+func racedOwner(p *vault.Proposal, current []byte) bool {
+	return p.Author != vault.AuthorOwner && p.Op != vault.OpCreate && p.Base != "" &&
+		current != nil && vault.Hash(current) != p.Base
+}
+
+// ProposalDecision is the owner's decision on a queued proposal.
+type ProposalDecision struct {
+	Approve bool
+	// By is who decided; "" is the owner.
+	By string
+	// Content, with Approve, is the owner's edited version of the
+	// proposal's file: it is written instead of what was proposed, byte
+	// for byte, as the owner's (a deprecate or delete becomes an update).
+	Content string
+}
+
 // DecideProposal carries out the owner's decision on a queued proposal:
 // approved, it is applied (unless its file changed since, when it is
-// rejected and must be proposed again); rejected, it leaves the inbox.
-// Every subscriber is told with one ProposalDecided.
-func (h *Hearth) DecideProposal(ctx context.Context, id string, approve bool, by string) (ProposalOutcome, error) {
+// rejected and must be proposed again), as proposed or as the owner edited
+// it (d.Content); rejected, it leaves the inbox, and the ledger and git
+// say so. Every subscriber is told with one ProposalDecided.
+func (h *Hearth) DecideProposal(ctx context.Context, id string, d ProposalDecision) (ProposalOutcome, error) {
 	v := h.cfg.Vault
 	if v == nil {
 		return ProposalOutcome{}, &Problem{Code: CodeUnavailable, Message: "this hearth has no vault"}
 	}
+	by := d.By
 	if by == "" {
 		by = ByOwner
+	}
+	if d.Content != "" && !d.Approve {
+		return ProposalOutcome{}, &Problem{Code: CodeBadRequest, Message: "edited content goes with an approval, not a rejection"}
 	}
 	h.commitMu.Lock()
 	defer h.commitMu.Unlock()
@@ -154,19 +198,53 @@ func (h *Hearth) DecideProposal(ctx context.Context, id string, approve bool, by
 		h.log.Error("vault: load proposal", "proposal", id, "err", err)
 		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not read that proposal"}
 	}
-	if approve {
+	if d.Approve {
 		h.ownerEditsLocked(ctx)
+		why := "approved by the " + by
+		if d.Content != "" {
+			// The owner's text, as they wrote it, is theirs: authored
+			// by the owner, against the file the proposal was made on.
+			if p.Op == vault.OpDeprecate || p.Op == vault.OpDelete {
+				p.Op = vault.OpUpdate
+			}
+			p.Content, p.Patch, p.Author = d.Content, nil, vault.AuthorOwner
+			why = "approved as edited by the " + by
+		}
 		// The commit and the ledger say who approved it.
-		p.Reason = strings.TrimSpace(p.Reason) + "\n\nApproved by the " + by + "."
-		return h.applyLocked(ctx, p, "approved by the "+by, by)
+		p.Reason = strings.TrimSpace(p.Reason) + "\n\n" + strings.ToUpper(why[:1]) + why[1:] + "."
+		return h.applyLocked(ctx, p, why, by)
 	}
+	why := "rejected by the " + by
+	h.rejectLocked(ctx, p, by, why)
 	if err := h.dropQueued(p.ID); err != nil {
 		h.log.Error("vault: drop proposal", "proposal", id, "err", err)
 		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not remove that proposal"}
 	}
-	out := ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: "rejected by the owner"}
+	out := ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: why}
 	h.publish(&ProposalDecided{ProposalOutcome: out, By: by})
 	return out, nil
+}
+
+// rejectLocked ledgers and commits a rejection; commitMu is held. A
+// failure is logged: the rejection stands, and a line the ledger could
+// not commit goes in with the next commit.
+func (h *Hearth) rejectLocked(ctx context.Context, p *vault.Proposal, by, why string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), vaultWrite)
+	defer cancel()
+	res, err := h.cfg.Vault.Reject(ctx, p, by, why)
+	var cerr *vault.CommitError
+	switch {
+	case errors.As(err, &cerr):
+		h.uncommitted = append(h.uncommitted, uncommitted{
+			paths:   res.Paths,
+			message: fmt.Sprintf("vault: reject %s %s (committed late)\n\n%s\n\nProposal: %s\nDecided-by: %s\n", p.Op, p.Path, why, p.ID, by),
+			author:  by,
+		})
+		h.log.Warn("vault: the rejection is ledgered but not committed; retrying in the background", "proposal", p.ID, "err", err)
+		h.vaultFailed(h.waitingLocked(), err)
+	case err != nil:
+		h.log.Warn("vault: could not record a rejection", "proposal", p.ID, "err", err)
+	}
 }
 
 // Proposals lists the proposals waiting for the owner, oldest first.
@@ -245,12 +323,15 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 			message: fmt.Sprintf("vault: %s %s (committed late)\n\n%s\n\nProposal: %s\nAuthor: %s\n", p.Op, p.Path, strings.TrimSpace(p.Reason), p.ID, p.Author),
 			author:  p.Author,
 		})
-		h.log.Warn("vault: the write is saved but not committed", "proposal", p.ID, "err", err)
-		h.publish(&Notice{Code: CodeInternal, Message: "a memory change is saved but git could not commit it; it will be committed with the next change"})
+		h.log.Warn("vault: the write is saved but not committed; retrying in the background", "proposal", p.ID, "err", err)
+		h.vaultFailed(h.waitingLocked(), err)
+	case errors.As(err, new(*vault.ParseError)):
+		return ProposalOutcome{}, &Problem{Code: CodeBadRequest, Message: "the note does not parse, so nothing was written: " + err.Error()}
 	default:
 		h.log.Error("vault: apply", "proposal", p.ID, "err", err)
 		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not write the memory; details are in hearth's log"}
 	}
+	h.knowledge(ctx, res.Paths)
 	h.publish(&ProposalDecided{ProposalOutcome: out, By: by})
 	return out, nil
 }
@@ -270,29 +351,67 @@ type uncommitted struct {
 	message, author string
 }
 
-// ownerEditsLocked commits what the owner edited by hand before a vault
-// write; commitMu is held. Failures are logged: the write itself decides.
+// ownerEditsLocked commits, before a vault write and from the keeper,
+// the writes whose commit failed (as their authors) and then what the
+// owner edited by hand; commitMu is held. Failures are logged and left to
+// the keeper's retries: the write itself decides.
 func (h *Hearth) ownerEditsLocked(ctx context.Context) {
-	// Writes whose commit failed are committed first, as their author:
-	// else the owner-edit check would take them for the owner's.
 	for len(h.uncommitted) > 0 {
 		u := h.uncommitted[0]
 		if _, err := vault.Commit(ctx, h.cfg.Vault.Dir(), u.paths, u.message, u.author); err != nil {
 			h.log.Warn("vault: a saved change still cannot be committed", "err", err)
+			h.vaultFailed(h.waitingLocked(), err)
 			return // not the owner's: leave them for the next write
 		}
 		h.uncommitted = h.uncommitted[1:]
 	}
+	// While git's index is held, the owner's edits wait (committing them
+	// would only ledger the failure again).
+	if err := vault.Probe(h.cfg.Vault.Dir()); err != nil {
+		edits, eerr := h.cfg.Vault.OwnerEdits(ctx)
+		h.keeper.mu.Lock()
+		h.keeper.ownerFailed = len(edits) > 0 || eerr != nil
+		h.keeper.mu.Unlock()
+		if len(edits) > 0 || eerr != nil {
+			h.vaultFailed(h.waitingLocked(), err)
+		} else {
+			h.vaultCaughtUp()
+		}
+		return
+	}
 	res, malformed, err := h.cfg.Vault.CommitOwnerEdits(ctx)
+	var cerr *vault.CommitError
+	failed := errors.As(err, &cerr)
 	if err != nil {
 		h.log.Warn("vault: could not commit the owner's edits", "err", err)
 	}
-	if len(res.Paths) > 0 {
+	if len(res.Paths) > 0 && !failed {
 		h.log.Info("vault: committed the owner's edits", "files", len(res.Paths), "commit", res.Commit)
 	}
+	h.knowledge(ctx, res.Paths)
 	for _, e := range malformed {
 		h.log.Warn("vault: a note the owner edited does not parse; kept as written", "err", e)
 	}
+	h.keeper.mu.Lock()
+	h.keeper.ownerFailed = failed
+	h.keeper.mu.Unlock()
+	if failed {
+		h.vaultFailed(h.waitingLocked(), err)
+		return
+	}
+	h.vaultCaughtUp()
+}
+
+// waitingLocked counts the writes waiting for a commit: each failed
+// one, and the owner's edits as one; commitMu is held.
+func (h *Hearth) waitingLocked() int {
+	h.keeper.mu.Lock()
+	defer h.keeper.mu.Unlock()
+	n := len(h.uncommitted)
+	if h.keeper.ownerFailed {
+		n++
+	}
+	return max(n, 1)
 }
 
 // CurrentSource is what a tool call of the turn in flight comes from: the

@@ -165,7 +165,7 @@ func TestProposeQueuesThenApproved(t *testing.T) {
 		t.Fatalf("pending %+v, %v; want %s", pending, err, out.ID)
 	}
 
-	got, err := h.DecideProposal(t.Context(), out.ID, true, hearth.ByOwner)
+	got, err := h.DecideProposal(t.Context(), out.ID, hearth.ProposalDecision{Approve: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestProposeQueuesThenApproved(t *testing.T) {
 		t.Errorf("the commit does not say who approved it:\n%s", log)
 	}
 	// Deciding it again is refused.
-	if _, err := h.DecideProposal(t.Context(), out.ID, true, hearth.ByOwner); err == nil {
+	if _, err := h.DecideProposal(t.Context(), out.ID, hearth.ProposalDecision{Approve: true}); err == nil {
 		t.Error("a decided proposal was decided again")
 	}
 }
@@ -202,7 +202,7 @@ func TestProposeRejected(t *testing.T) {
 	if err != nil || out.Decision != hearth.DecisionQueued {
 		t.Fatalf("%+v, %v", out, err)
 	}
-	got, err := h.DecideProposal(t.Context(), out.ID, false, hearth.ByOwner)
+	got, err := h.DecideProposal(t.Context(), out.ID, hearth.ProposalDecision{})
 	if err != nil || got.Decision != hearth.DecisionRejected {
 		t.Fatalf("%+v, %v", got, err)
 	}
@@ -312,7 +312,7 @@ func TestApproveStale(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, path), mine, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := h.DecideProposal(t.Context(), out.ID, true, hearth.ByOwner)
+	got, err := h.DecideProposal(t.Context(), out.ID, hearth.ProposalDecision{Approve: true})
 	if err != nil || got.Decision != hearth.DecisionRejected || !strings.Contains(got.Why, "changed since") {
 		t.Fatalf("%+v, %v; want rejected as stale", got, err)
 	}

@@ -92,6 +92,20 @@ var samples = []struct {
 	{ipc.TypeProposalDecide, &ipc.ProposalDecide{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Approve: true, Content: "---\nid: x\n---\nflat white\n", Ref: "v2"}},
 	{ipc.TypeProposalDecided, &ipc.ProposalDecided{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Path: "knowledge/prefs/coffee.md", Decision: "applied",
 		Why: "approved by the owner", Commit: "4f1c2d", CommitFailed: true, By: "owner", Ref: "v2"}},
+	{ipc.TypeVaultRead, &ipc.VaultRead{Path: "knowledge/prefs/coffee.md", At: "4f1c2d", Ref: "r1"}},
+	{ipc.TypeVaultFile, &ipc.VaultFile{Path: "knowledge/prefs/coffee.md", Commit: "4f1c2d", Content: "---\nid: x\n---\nblack coffee\n", Truncated: true, Ref: "r1"}},
+	{ipc.TypeVaultWrite, &ipc.VaultWrite{Op: ipc.VaultOpEdit, Path: "knowledge/prefs/coffee.md", Content: "---\n", Hard: true, Base: "ab12",
+		Patch: &ipc.VaultPatch{Append: "no sugar", TagsAdd: []string{"drinks"}, Confidence: new(0.9), Confirmed: true}, Reason: "my coffee", Ref: "w1"}},
+	{ipc.TypeVaultList, &ipc.VaultList{NoteType: "person", Status: "active", Tag: "family", Prefix: "knowledge/people/", Ref: "l1"}},
+	{ipc.TypeVaultNotes, &ipc.VaultNotes{Notes: []ipc.VaultNote{{Path: "knowledge/people/ana.md", ID: "01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Title: "Ana", NoteType: "person",
+		Status: "active", Tags: []string{"family"}, UpdatedAt: ts1, Error: "bad"}}, More: true, Ref: "l1"}},
+	{ipc.TypeVaultHistory, &ipc.VaultHistory{Path: "knowledge/prefs/coffee.md", Limit: 20, Ref: "h1"}},
+	{ipc.TypeVaultChanges, &ipc.VaultChanges{Path: "knowledge/prefs/coffee.md", Changes: []ipc.VaultChange{{Commit: "4f1c2d", Author: "owner", When: ts1,
+		Op: "update", Subject: "vault: update knowledge/prefs/coffee.md", Reason: "my coffee", Proposal: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F"}}, More: true, Ref: "h1"}},
+	{ipc.TypeVaultPurge, &ipc.VaultPurge{Layer: "threads", Confirm: true, Reason: "start over", Ref: "p1"}},
+	{ipc.TypeVaultPurged, &ipc.VaultPurged{Layer: "knowledge", Removed: 12, Commit: "4f1c2d", CommitFailed: true, Ref: "p1"}},
+	{ipc.TypeVaultExport, &ipc.VaultExport{Path: "/home/ana/mnemo.tar.gz", Ref: "e1"}},
+	{ipc.TypeVaultExported, &ipc.VaultExported{Path: "/home/ana/mnemo.tar.gz", Bytes: 48213, Files: 31, Notes: []string{"threads/x: a symbolic link, not exported"}, Ref: "e1"}},
 	{ipc.TypeShutdown, &ipc.Shutdown{Ref: "s1"}},
 }
 
@@ -110,6 +124,8 @@ var allTypes = []string{
 	ipc.TypeHealth, ipc.TypeHealthReport, ipc.TypeHistoryQuery, ipc.TypeHistoryPage,
 	ipc.TypeForget, ipc.TypeForgotten,
 	ipc.TypeProposals, ipc.TypeProposal, ipc.TypeProposalList, ipc.TypeProposalDecide, ipc.TypeProposalDecided,
+	ipc.TypeVaultRead, ipc.TypeVaultFile, ipc.TypeVaultWrite, ipc.TypeVaultList, ipc.TypeVaultNotes, ipc.TypeVaultHistory, ipc.TypeVaultChanges,
+	ipc.TypeVaultPurge, ipc.TypeVaultPurged, ipc.TypeVaultExport, ipc.TypeVaultExported,
 	ipc.TypeShutdown,
 }
 

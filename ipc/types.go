@@ -412,25 +412,33 @@ type Confirm struct {
 const (
 	KindTurn = "turn" // a conversation turn (user or agent, text or voice)
 	KindTool = "tool" // a tool result, or a memory the agent kept
+	// KindKnowledge is a section of a knowledge note in the memory vault.
+	KindKnowledge = "knowledge"
 )
 
 // Search asks hearth's memory for turns matching Query. The filters are
 // optional and combine: Roles and Kinds keep records with any of the
 // values listed (roles "user", "agent", "tool"; kinds KindTurn,
 // KindTool); Since keeps records from that time on, Until those before
-// it. Unknown roles or kinds, or Since not before Until, are a
-// bad_request error.
+// it. Knowledge notes (kind KindKnowledge) are narrowed by Statuses
+// (none: active only) and MinConfidence (0..1; 0 does not filter); roles
+// narrow only turns and tool results. Unknown roles, kinds or statuses, a
+// confidence outside [0, 1], or Since not before Until, are a bad_request
+// error.
 //
 //	{"type":"search","query":"garden plans","k":10,"ref":"s1"}
 //	{"type":"search","query":"garden","roles":["user"],"kinds":["turn"],"since":"2026-01-01T00:00:00Z","until":"2026-02-01T00:00:00Z","ref":"s2"}
+//	{"type":"search","query":"lisbon","kinds":["knowledge"],"statuses":["active","superseded"],"min_confidence":0.5,"ref":"s3"}
 type Search struct {
-	Query string    `json:"query"`
-	K     int       `json:"k,omitempty"` // 0 means hearth's default
-	Roles []string  `json:"roles,omitempty"`
-	Kinds []string  `json:"kinds,omitempty"`
-	Since time.Time `json:"since,omitzero"`
-	Until time.Time `json:"until,omitzero"`
-	Ref   string    `json:"ref,omitempty"`
+	Query         string    `json:"query"`
+	K             int       `json:"k,omitempty"` // 0 means hearth's default
+	Roles         []string  `json:"roles,omitempty"`
+	Kinds         []string  `json:"kinds,omitempty"`
+	Since         time.Time `json:"since,omitzero"`
+	Until         time.Time `json:"until,omitzero"`
+	Statuses      []string  `json:"statuses,omitempty"`
+	MinConfidence float64   `json:"min_confidence,omitempty"`
+	Ref           string    `json:"ref,omitempty"`
 }
 
 // SearchResults answers Search, best first.
@@ -446,12 +454,22 @@ type SearchResults struct {
 // where it came from (Channel: "chat", "voice" or a tool's name). Turn.ID
 // is the journal record's id, or "<id>#<n>" for part of a long record.
 // Hearths before the provenance fields leave them out.
+//
+// A knowledge hit (Kind KindKnowledge) is a section of a note: Turn.ID is
+// "note:<note id>#<n>", Turn.Content the section's Markdown, Turn.TS when
+// the note was last updated; Path is the note's file in the memory root,
+// Heading the section's heading ("" before the first), Status and
+// Confidence the note's.
 type SearchHit struct {
-	Turn    Turn    `json:"turn"`
-	Score   float64 `json:"score"`
-	Kind    string  `json:"kind,omitempty"`
-	Session string  `json:"session,omitempty"`
-	Channel string  `json:"channel,omitempty"`
+	Turn       Turn    `json:"turn"`
+	Score      float64 `json:"score"`
+	Kind       string  `json:"kind,omitempty"`
+	Session    string  `json:"session,omitempty"`
+	Channel    string  `json:"channel,omitempty"`
+	Path       string  `json:"path,omitempty"`
+	Heading    string  `json:"heading,omitempty"`
+	Status     string  `json:"status,omitempty"`
+	Confidence float64 `json:"confidence,omitempty"`
 }
 
 // Health asks hearth how it is doing.
@@ -478,6 +496,8 @@ type HealthReport struct {
 	Dropped   int `json:"dropped,omitempty"`
 	Refused   int `json:"refused,omitempty"`
 	Throttled int `json:"throttled,omitempty"`
+	// Vault is the vault's commit state (feature "vault"); nil: no vault.
+	Vault *VaultHealth `json:"vault,omitempty"`
 }
 
 // IndexHealth is the recall indexer's progress. Failing is safe to show;
@@ -769,5 +789,5 @@ func newMsg(typ string) Msg {
 	case TypeShutdown:
 		return new(Shutdown)
 	}
-	return nil
+	return newVaultMsg(typ)
 }

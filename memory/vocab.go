@@ -27,16 +27,32 @@ const (
 )
 
 // Kinds of what memory holds: a conversation turn (user or agent, text or
-// voice), or a tool call and its result (role "tool").
+// voice), a tool call and its result (role "tool"), or a section of a
+// knowledge note in the vault (knowledge/…, no role).
 const (
-	KindTurn = "turn"
-	KindTool = "tool"
+	KindTurn      = "turn"
+	KindTool      = "tool"
+	KindKnowledge = "knowledge"
+)
+
+// Statuses of a knowledge note (the vault's front matter "status"). A
+// search finds active notes unless it asks for others.
+const (
+	StatusActive       = "active"
+	StatusSuperseded   = "superseded"
+	StatusContradicted = "contradicted"
+	StatusDeprecated   = "deprecated"
+	StatusDraft        = "draft"
 )
 
 var (
-	roles = []string{RoleUser, RoleAgent, RoleTool}
-	kinds = []string{KindTurn, KindTool}
+	roles    = []string{RoleUser, RoleAgent, RoleTool}
+	kinds    = []string{KindTurn, KindTool, KindKnowledge}
+	statuses = []string{StatusActive, StatusSuperseded, StatusContradicted, StatusDeprecated, StatusDraft}
 )
+
+// Statuses returns the note statuses a search filters on.
+func Statuses() []string { return slices.Clone(statuses) }
 
 // Roles returns the roles a search filters on.
 func Roles() []string { return slices.Clone(roles) }
@@ -53,10 +69,36 @@ const maxField = 64
 type SearchRequest struct {
 	Query string
 	K     int
-	Roles []string  // RoleUser, RoleAgent, RoleTool
-	Kinds []string  // KindTurn, KindTool
+	Roles []string  // RoleUser, RoleAgent, RoleTool: narrows turns and tool results
+	Kinds []string  // KindTurn, KindTool, KindKnowledge
 	Since time.Time // TS >= Since
 	Until time.Time // TS < Until
+	// Statuses narrows knowledge notes; none is active only, so that a
+	// superseded, contradicted, deprecated or draft note is found only
+	// when asked for.
+	Statuses []string
+	// MinConfidence narrows knowledge notes to those whose confidence is
+	// at least this (0..1); 0 does not filter.
+	MinConfidence float64
+}
+
+// NoteStatuses is the statuses of knowledge notes r finds: r.Statuses,
+// or active only.
+func (r SearchRequest) NoteStatuses() []string {
+	if len(r.Statuses) == 0 {
+		return []string{StatusActive}
+	}
+	return r.Statuses
+}
+
+// WantsKnowledge reports whether r may find knowledge notes.
+func (r SearchRequest) WantsKnowledge() bool {
+	return len(r.Kinds) == 0 || slices.Contains(r.Kinds, KindKnowledge)
+}
+
+// WantsRecords reports whether r may find turns or tool results.
+func (r SearchRequest) WantsRecords() bool {
+	return len(r.Kinds) == 0 || slices.Contains(r.Kinds, KindTurn) || slices.Contains(r.Kinds, KindTool)
 }
 
 // Validate checks the filters: known roles and kinds, and a time range
@@ -69,8 +111,16 @@ func (r SearchRequest) Validate() error {
 	}
 	for _, v := range r.Kinds {
 		if !slices.Contains(kinds, v) {
-			return fmt.Errorf("unknown kind %q: use turn or tool", Shorten(v, maxField))
+			return fmt.Errorf("unknown kind %q: use turn, tool or knowledge", Shorten(v, maxField))
 		}
+	}
+	for _, v := range r.Statuses {
+		if !slices.Contains(statuses, v) {
+			return fmt.Errorf("unknown status %q: use active, superseded, contradicted, deprecated or draft", Shorten(v, maxField))
+		}
+	}
+	if r.MinConfidence < 0 || r.MinConfidence > 1 {
+		return fmt.Errorf("min confidence %g is outside [0, 1]", r.MinConfidence)
 	}
 	if !r.Since.IsZero() && !r.Until.IsZero() && !r.Since.Before(r.Until) {
 		return fmt.Errorf("since (%s) must be before until (%s)", r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339))
@@ -79,7 +129,7 @@ func (r SearchRequest) Validate() error {
 }
 
 // Matches reports whether a record of that kind and role, said at ts,
-// passes the filters.
+// passes the filters (the journal's records: turns and tool results).
 func (r SearchRequest) Matches(kind, role string, ts time.Time) bool {
 	return (len(r.Kinds) == 0 || slices.Contains(r.Kinds, kind)) &&
 		(len(r.Roles) == 0 || slices.Contains(r.Roles, role)) &&
@@ -93,6 +143,12 @@ func (r SearchRequest) Matches(kind, role string, ts time.Time) bool {
 // (Channel: "chat", "voice", a tool's name), whether it was typed or
 // spoken (Mode) and when (TS). Score ranks hits of one search, higher
 // better; scores of different searches do not compare.
+//
+// A knowledge hit (Kind KindKnowledge, ID "note:<note id>#<n>") is one
+// section of a note: Path is the note's file in the memory root
+// ("knowledge/people/ana.md"), Heading the section's heading ("" for the
+// text before the first), Status and Confidence the note's; TS is when
+// the note was last updated. It has no Role, Session or Mode.
 type Hit struct {
 	ID, Kind, Role   string
 	Session, Channel string
@@ -100,6 +156,9 @@ type Hit struct {
 	Text             string
 	TS               time.Time
 	Score            float64
+
+	Path, Heading, Status string
+	Confidence            float64
 }
 
 // ContextRequest asks memory for the context of one turn: the older turns
@@ -110,6 +169,10 @@ type ContextRequest struct {
 	Exclude map[string]bool // record ids already in the context window or injected
 	Turns   int             // token allowance for relevant older turns
 	Tools   int             // token allowance for relevant tool results
+	// Knowledge is the token allowance for sections of active knowledge
+	// notes relevant to Query: the first tier, assembled before turns.
+	// What it leaves unused goes to the older turns.
+	Knowledge int
 	// Session marks the block injected once as a session starts (seed
 	// 004), relevant to where the conversation left off, rather than to
 	// one message.

@@ -10,21 +10,43 @@
 #   mic  what the client hears: play speech into it; mic.monitor is the
 #        default source
 # A daemon already answering there is reused (the sinks are added if
-# missing); otherwise one is started and left running for later runs.
+# missing); otherwise one is started and its pid kept in
+# $XDG_RUNTIME_DIR/mnemo-pulse.pid, and `audio-setup.sh stop` stops it (that
+# daemon only: a sound server the user runs elsewhere is never touched).
 #
 # Clients must use the same runtime dir: export
 #   XDG_RUNTIME_DIR=<dir> PULSE_SERVER=unix:<dir>/pulse/native
-# (the Makefile does). Default dir: /tmp/mnemo-audio.
+# (scripts/audio-test.sh does, with a fresh dir per run). Default dir:
+# /tmp/mnemo-audio.
+#
+# MNEMO_AUDIO_NO_INSTALL=1: install nothing; fail if something is missing.
 set -euo pipefail
 
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp/mnemo-audio}
 export PULSE_SERVER="unix:$XDG_RUNTIME_DIR/pulse/native"
+ours="$XDG_RUNTIME_DIR/mnemo-pulse.pid"
+
+if [ "${1:-}" = stop ]; then
+	[ -f "$ours" ] || exit 0
+	pid=$(cat "$ours")
+	# Only the daemon this script started, and only if it still is one.
+	if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = pulseaudio ]; then
+		kill "$pid"
+		for _ in $(seq 100); do [ -e "/proc/$pid" ] || break; sleep 0.05; done
+	fi
+	rm -f "$ours"
+	exit 0
+fi
 
 missing=()
 for cmd in pkg-config pulseaudio pactl paplay parec espeak-ng sox; do
 	command -v "$cmd" >/dev/null || missing+=("$cmd")
 done
 if ! pkg-config --exists portaudio-2.0 2>/dev/null; then missing+=(portaudio); fi
+if ((${#missing[@]})) && [ -n "${MNEMO_AUDIO_NO_INSTALL:-}" ]; then
+	echo "audio-setup: missing ${missing[*]}" >&2
+	exit 1
+fi
 if ((${#missing[@]})); then
 	echo "audio-setup: missing ${missing[*]}: installing"
 	sudo=()
@@ -59,6 +81,7 @@ if ! pactl info >/dev/null 2>&1; then
 		--log-target=file:"$XDG_RUNTIME_DIR/pulse.log"
 	for _ in $(seq 100); do pactl info >/dev/null 2>&1 && break; sleep 0.05; done
 	pactl info >/dev/null || { echo "audio-setup: PulseAudio did not start; see $XDG_RUNTIME_DIR/pulse.log" >&2; exit 1; }
+	cp "$XDG_RUNTIME_DIR/pulse/pid" "$ours"
 else
 	for s in "${sinks[@]}"; do
 		name=${s#*sink_name=}; name=${name%% *}

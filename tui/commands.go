@@ -30,7 +30,7 @@ var commands = []command{
 	{"/cancel", "", "stop the reply in flight (esc)"},
 	{"/tools", "", "toggle the tool panel (ctrl+t)"},
 	{"/timestamps", "", "toggle timestamps (alt+t)"},
-	{"/voice", "", "talk (arrives with the voice issue)"},
+	{"/voice", "[devices|headphones|speakers]", "talk at the desk (alt+v); list audio devices; echo mode"},
 	{"/quit", "", "leave mnemo (ctrl+c)"},
 }
 
@@ -158,7 +158,7 @@ func (m *Model) runCommand(line string) tea.Cmd {
 	case "/timestamps":
 		m.stamps = !m.stamps
 	case "/voice":
-		m.chat.notice(levelInfo, "voice arrives with the voice issue")
+		return m.voiceCommand(arg)
 	case "/quit", "/exit":
 		return tea.Quit
 	default:
@@ -185,7 +185,7 @@ func orDefault(s, d string) string {
 }
 
 // searchUsage explains /search's filters.
-const searchUsage = "usage: /search [role:user,agent,tool] [kind:turn|tool] [since:YYYY-MM-DD] [until:YYYY-MM-DD] <query>"
+const searchUsage = "usage: /search [role:user,agent,tool] [kind:turn|tool|knowledge] [since:YYYY-MM-DD] [until:YYYY-MM-DD] <query>"
 
 // parseSearch reads /search's argument: the words role:, kind:, since:
 // and until: anywhere in it are filters, the other words the query.
@@ -210,7 +210,7 @@ func parseSearch(arg string, loc *time.Location) (*ipc.Search, error) {
 		case "role":
 			req.Roles, err = searchValues(req.Roles, key, v, ipc.RoleUser, ipc.RoleAgent, ipc.RoleTool)
 		case "kind":
-			req.Kinds, err = searchValues(req.Kinds, key, v, ipc.KindTurn, ipc.KindTool)
+			req.Kinds, err = searchValues(req.Kinds, key, v, ipc.KindTurn, ipc.KindTool, ipc.KindKnowledge)
 		case "since":
 			req.Since, err = searchTime(key, v, loc, false)
 		case "until":

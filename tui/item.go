@@ -40,6 +40,7 @@ const (
 	kindNotice                  // something local: connection changes, errors, command output
 	kindStream                  // the agent's reply while it streams
 	kindPending                 // one of our messages hearth has not acknowledged yet
+	kindVoice                   // a voice item's live transcript, until hearth stores the turn
 )
 
 type noticeLevel uint8
@@ -118,7 +119,7 @@ func (it *item) touch() { it.ver++ }
 // live items change every frame (spinners, elapsed time), so their
 // rendering is not cached; the Markdown inside them is.
 func (it *item) live() bool {
-	return it.kind == kindStream || it.kind == kindPending || (it.kind == kindTool && !it.tool.done)
+	return it.kind == kindStream || it.kind == kindPending || it.kind == kindVoice || (it.kind == kindTool && !it.tool.done)
 }
 
 // isTurn reports whether the item counts as a message for /history N.
@@ -155,6 +156,8 @@ func (it *item) render(rc *renderCtx, width int) []string {
 		}
 	case kindPending:
 		lines = renderUser(rc, &it.turn, width, it.status)
+	case kindVoice:
+		lines = renderVoicePartial(rc, &it.turn, width, it.status)
 	case kindTool:
 		lines = renderTool(rc, it.tool, width)
 	case kindNotice:

@@ -14,6 +14,8 @@ import "github.com/charmbracelet/bubbles/key"
 //	alt+r            review memory changes (/review)
 //	ctrl+t           tool panel
 //	alt+t            timestamps
+//	alt+v            voice on / off
+//	ctrl+space       voice: talk (push-to-talk: press to talk, again to send) or interrupt the agent
 //	ctrl+g, f1       help
 //	ctrl+c           quit
 type keyMap struct {
@@ -24,6 +26,7 @@ type keyMap struct {
 	Tools, Stamps, Help, Quit          key.Binding
 	Review                             key.Binding
 	Yes, No                            key.Binding
+	Voice, Talk                        key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -49,6 +52,9 @@ func newKeyMap() keyMap {
 		Quit:     b([]string{"ctrl+c"}, "ctrl+c", "quit"),
 		Yes:      b([]string{"y", "Y"}, "y", "allow"),
 		No:       b([]string{"n", "N", "esc"}, "n", "deny"),
+		// ctrl+space arrives as NUL, which terminals name ctrl+@.
+		Voice: b([]string{"alt+v"}, "alt+v", "voice on/off"),
+		Talk:  b([]string{"ctrl+@"}, "ctrl+space", "voice: talk / interrupt"),
 	}
 }
 
@@ -63,5 +69,6 @@ func (k keyMap) FullHelp() [][]key.Binding {
 		{k.Send, k.Newline, k.History, k.Complete},
 		{k.Cancel, k.PageUp, k.PageDown, k.LineUp, k.LineDown, k.Review},
 		{k.Top, k.Bottom, k.Tools, k.Stamps, k.Help, k.Quit},
+		{k.Voice, k.Talk},
 	}
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/mnemo/mnemo/ipc"
+	"github.com/mnemo/mnemo/tui/voicectl"
+	"github.com/mnemo/mnemo/voice/audio"
 )
 
 // Config configures the UI model. Only Backend is required.
@@ -44,6 +47,13 @@ type Config struct {
 
 	NewRef func() string // refs of requests; default random
 	Log    *slog.Logger
+
+	// Audio is the sound card for voice; nil in a build without audio,
+	// where /voice says how to get it.
+	Audio voicectl.Audio
+	// VoiceEcho is the echo mode voice starts in: audio.HalfDuplex
+	// (speakers, the default) or audio.FullDuplex (headphones).
+	VoiceEcho audio.Mode
 }
 
 // How long transient status messages stay, and when they start to fade.
@@ -102,6 +112,17 @@ type Model struct {
 	features map[string]bool
 	feature  string
 	featAt   time.Time
+
+	// Voice: the session this client runs (nil when off), the Link that
+	// carries its requests to hearth, and the live transcripts shown
+	// until hearth stores their turns (by item id, the transcript's ref).
+	audio       voicectl.Audio
+	voiceEcho   audio.Mode
+	voice       *voiceUI
+	voiceLink   *voicectl.Link
+	voiceCancel context.CancelFunc
+	voiceParts  map[string]*item
+	voiceDone   map[string]bool // items stored before their live transcript arrived
 
 	flash   flash
 	stamps  bool
@@ -229,6 +250,7 @@ func New(cfg Config) *Model {
 		dirty:    true,
 		editor:   editorCommand(cfg.Editor, os.Getenv),
 	}
+	m.audio, m.voiceEcho = cfg.Audio, cfg.VoiceEcho
 	m.conn.state = ipc.StateConnecting
 	return m
 }
@@ -271,6 +293,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.onKey(msg)
 	case tea.MouseMsg:
 		m.onMouse(msg)
+	case voiceEventMsg:
+		cmd = m.onVoiceEvent(msg)
+	case voiceLevelMsg:
+		cmd = m.onVoiceLevel(msg)
+	case voiceDevicesMsg:
+		m.onVoiceDevices(msg)
 	case *ipc.StateChange:
 		m.onState(msg)
 	case *ipc.TurnStored:
@@ -291,15 +319,26 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.search.waiting, m.search.hits, m.search.sel = false, msg.Results, 0
 		}
 	case *ipc.Error:
+		if m.voiceLink != nil && m.voiceLink.Deliver(msg) {
+			m.log.Info("voice request refused", "code", msg.Code)
+			break
+		}
 		m.onError(msg)
 	case *ipc.Forgotten:
 		m.onForgotten(msg)
 	case *ipc.Proposal, *ipc.ProposalList, *ipc.ProposalDecided, reviewEditedMsg:
 		cmd = m.onReviewMsg(msg)
 	case *ipc.Pong:
-	case *ipc.VoiceCredential:
-		m.log.Info("voice credential ignored: voice is not in this client yet")
+	case *ipc.VoiceCredential, *ipc.VoiceToolResult:
+		// The credential and tool results are the voice session's, if one
+		// is still waiting; never kept or shown.
+		if im := msg.(ipc.Msg); m.voiceLink == nil || !m.voiceLink.Deliver(im) {
+			m.log.Info("voice answer with no session waiting", "type", im.Type())
+		}
 	case SendFailedMsg:
+		if m.voiceLink != nil && m.voiceLink.Failed(msg.Msg, msg.Err) {
+			break
+		}
 		cmd = m.onSendFailed(msg)
 	case FatalMsg:
 		m.conn.fatal = shortError(msg.Err)
@@ -392,7 +431,7 @@ func (m *Model) layout() layout {
 		l.chatW = m.w - l.panelW - 1
 	}
 	l.popup = m.popupLines()
-	below := 1 + m.in.height() + 1 + len(l.popup) // rule, editor, status
+	below := 1 + m.in.height() + 1 + len(l.popup) + len(m.voiceLines()) // rule, editor, status
 	if len(m.in.pastes) > 0 {
 		below++
 	}
@@ -420,6 +459,7 @@ func (m *Model) spinner() string {
 
 func (m *Model) onKey(k tea.KeyMsg) tea.Cmd {
 	if key.Matches(k, m.keys.Quit) {
+		m.stopVoice()
 		return tea.Quit
 	}
 	if m.overlay != overlayNone {
@@ -533,6 +573,11 @@ func (m *Model) onKey(k tea.KeyMsg) tea.Cmd {
 		return nil
 	case key.Matches(k, m.keys.Help):
 		m.overlay = overlayHelp
+		return nil
+	case key.Matches(k, m.keys.Voice):
+		return m.toggleVoice()
+	case key.Matches(k, m.keys.Talk):
+		m.talk()
 		return nil
 	case k.Type == tea.KeyUp && m.in.onFirstRow():
 		if m.in.older() {
@@ -850,6 +895,9 @@ func (m *Model) onConnected(h *ipc.History) {
 	for _, p := range m.pending {
 		m.transmit(p)
 	}
+	if m.voiceLink != nil {
+		m.voiceLink.Resend() // voice transcripts that did not reach hearth
+	}
 
 	if !first {
 		m.conn.resynced = m.now()
@@ -882,6 +930,9 @@ func sameText(t ipc.Turn, text string) bool {
 func (m *Model) onTurn(s *ipc.TurnStored) {
 	if s.Turn.Role == ipc.RoleUser {
 		m.clearFlash(causeCancel) // a new turn: the cancelled reply is long over
+	}
+	if s.Ref != "" && s.Turn.Mode == ipc.ModeVoice {
+		m.voiceStored(s.Ref) // voice.go: the stored turn replaces its live transcript
 	}
 	if s.Ref != "" {
 		if i := slices.IndexFunc(m.pending, func(p *pendingMsg) bool { return p.ref == s.Ref }); i >= 0 {

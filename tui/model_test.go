@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -319,6 +320,16 @@ func TestSlashCommands(t *testing.T) {
 			hs.wantScreen("tool weather")
 			hs.wantScreen("rain for the garden")
 		}},
+		{"search knowledge", "/search kind:knowledge lisbon", false, func(t *testing.T, hs *harness, _ tea.Cmd) {
+			s := sentOf[*ipc.Search](hs.be)
+			if len(s) != 1 || !slices.Equal(s[0].Kinds, []string{ipc.KindKnowledge}) {
+				t.Fatalf("sent %+v", s)
+			}
+			sec := ipc.Turn{ID: "note:01N#1", Content: "## Home\nAna moved to Lisbon.", TS: epoch, Mode: ipc.ModeText}
+			hs.send(&ipc.SearchResults{Ref: s[0].Ref, Results: []ipc.SearchHit{{Turn: sec, Score: 2, Kind: ipc.KindKnowledge, Path: "knowledge/people/ana.md", Heading: "Home", Status: "active", Confidence: 0.9}}})
+			hs.wantScreen("note knowledge/people/ana.md")
+			hs.wantScreen("Ana moved to Lisbon.")
+		}},
 		{"search bad filter", "/search role:bot garden", false, func(t *testing.T, hs *harness, _ tea.Cmd) {
 			hs.wantScreen("role:bot is not one of user, agent, tool")
 			if s := sentOf[*ipc.Search](hs.be); len(s) != 0 {
@@ -341,7 +352,7 @@ func TestSlashCommands(t *testing.T) {
 			hs.wantScreen("cancelling the reply")
 		}},
 		{"voice", "/voice", false, func(t *testing.T, hs *harness, _ tea.Cmd) {
-			hs.wantScreen("voice arrives with the voice issue")
+			hs.wantScreen("this build of mnemo has no audio")
 		}},
 		{"tools", "/tools", false, func(t *testing.T, hs *harness, _ tea.Cmd) {
 			hs.wantScreen("no tool calls yet")

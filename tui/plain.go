@@ -555,6 +555,10 @@ func printHealth(w io.Writer, server string, m *ipc.HealthReport) {
 			fmt.Fprintf(w, "recall: %s\n", ix.Note)
 		}
 	}
+	if v := m.Vault; v != nil && v.Uncommitted > 0 {
+		fmt.Fprintf(w, "vault: %s saved but not committed to git yet (since %s): %s; hearth retries\n",
+			plural(v.Uncommitted, "change"), v.Since.Local().Format(time.DateTime), orDefault(v.Failing, "git fails"))
+	}
 }
 
 // plural is "1 attempt", "2 attempts".

@@ -13,6 +13,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+
+	"github.com/mnemo/mnemo/tui/voicectl"
+	"github.com/mnemo/mnemo/voice/audio"
 )
 
 // RunOptions configure the interactive UI.
@@ -28,6 +31,10 @@ type RunOptions struct {
 	// an in-process hearth (`mnemo --local`).
 	Session Session
 	Log     *slog.Logger
+	// Audio is the sound card for voice (nil: a build without audio);
+	// VoiceEcho the echo mode voice starts in.
+	Audio     voicectl.Audio
+	VoiceEcho audio.Mode
 }
 
 // Session is a Backend that also delivers hearth's events to the UI:
@@ -60,6 +67,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		Profile:  lipgloss.ColorProfile(),
 		Log:      log,
 	})
+	m.audio, m.voiceEcho = o.Audio, o.VoiceEcho
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	p := tea.NewProgram(m,

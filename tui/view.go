@@ -66,6 +66,7 @@ func (m *Model) render() string {
 	}
 	rows = append(rows, top...)
 	rows = append(rows, l.popup...)
+	rows = append(rows, m.voiceLines()...)
 	rows = append(rows, m.st.rule.Render(strings.Repeat("─", m.w)))
 	if c := m.in.chips(m.st); c != "" {
 		rows = append(rows, ansi.Truncate(c, m.w, "…"))
@@ -339,6 +340,8 @@ func (m *Model) searchView(rc *renderCtx, w, h int) []string {
 		switch {
 		case t.Role == ipc.RoleUser:
 			who = m.st.userLabel.Render("you")
+		case hit.Kind == ipc.KindKnowledge:
+			who = m.st.toolName.Render("note " + shortText(sanitize(hit.Path), 60))
 		case t.Role == ipc.RoleTool || hit.Kind == ipc.KindTool:
 			who = m.st.toolName.Render(strings.TrimSpace("tool " + shortText(sanitize(hit.Channel), 30)))
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/mnemo/mnemo/hearth/config"
 	"github.com/mnemo/mnemo/memory"
@@ -81,40 +80,10 @@ func exportRoot(ctx context.Context, args []string, root string, stdout, stderr 
 	return nil
 }
 
-// exportFile writes the archive to a temporary file beside file, fsync'd,
-// then renames it into place: file is whole or untouched.
+// exportFile writes the archive to file, whole or not at all (see
+// archive.WriteFile).
 func exportFile(ctx context.Context, dir, file string) (archive.Report, error) {
-	absDir, err := filepath.Abs(dir)
-	if err != nil {
-		return archive.Report{}, err
-	}
-	absFile, err := filepath.Abs(file)
-	if err != nil {
-		return archive.Report{}, err
-	}
-	if rel, err := filepath.Rel(absDir, absFile); err == nil && filepath.IsLocal(rel) {
-		return archive.Report{}, fmt.Errorf("export: %s is inside the memory root %s: write it elsewhere", file, dir)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(absFile), "."+filepath.Base(absFile)+".*.tmp")
-	if err != nil {
-		return archive.Report{}, fmt.Errorf("export: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	rep, err := archive.Export(ctx, dir, tmp, archive.Options{})
-	if err != nil {
-		return rep, err
-	}
-	if err := tmp.Sync(); err != nil {
-		return rep, fmt.Errorf("export: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return rep, fmt.Errorf("export: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), absFile); err != nil {
-		return rep, fmt.Errorf("export: %w", err)
-	}
-	return rep, nil
+	return archive.WriteFile(ctx, dir, file, archive.Options{})
 }
 
 // importRoot is mnemo import.

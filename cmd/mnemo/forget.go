@@ -76,6 +76,9 @@ func search(ctx context.Context, addr string, opts ipc.DialOptions, args []strin
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	fs.SetOutput(w)
 	k := fs.Int("k", 10, "how many hits")
+	kinds := fs.String("kind", "", "only these kinds, comma-separated: turn, tool, knowledge")
+	statuses := fs.String("status", "", "knowledge notes of these statuses, comma-separated (default active)")
+	minConf := fs.Float64("min-confidence", 0, "only knowledge notes of at least this confidence (0..1)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -89,7 +92,8 @@ func search(ctx context.Context, addr string, opts ipc.DialOptions, args []strin
 	}
 	defer conn.Close()
 	ref := newRef()
-	if err := conn.Send(&ipc.Search{Query: query, K: *k, Ref: ref}); err != nil {
+	req := &ipc.Search{Query: query, K: *k, Kinds: commaList(*kinds), Statuses: commaList(*statuses), MinConfidence: *minConf, Ref: ref}
+	if err := conn.Send(req); err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
 	m, err := awaitRef(ctx, conn, ref)
@@ -109,9 +113,30 @@ func search(ctx context.Context, addr string, opts ipc.DialOptions, args []strin
 		if len(text) > 200 {
 			text = text[:200] + "…"
 		}
+		if h.Kind == ipc.KindKnowledge {
+			// A note's section: its file and heading say where to read
+			// or correct it.
+			where := h.Path
+			if h.Heading != "" {
+				where += " § " + h.Heading
+			}
+			fmt.Fprintf(w, "%s  %s  note   %.2f  %s (%s, confidence %.2f): %s\n", h.Turn.ID, h.Turn.TS.Local().Format(time.DateTime), h.Score, where, h.Status, h.Confidence, text)
+			continue
+		}
 		fmt.Fprintf(w, "%s  %s  %-5s  %.2f  %s\n", h.Turn.ID, h.Turn.TS.Local().Format(time.DateTime), h.Turn.Role, h.Score, text)
 	}
 	return nil
+}
+
+// commaList is a comma-separated flag's values, blanks dropped.
+func commaList(s string) []string {
+	var out []string
+	for v := range strings.SplitSeq(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // awaitRef returns hearth's answer to the request ref: the first message

@@ -70,7 +70,12 @@ func runLocal(ctx context.Context, lo localOptions, cmd string, args []string, h
 	switch cmd {
 	case "tui":
 		c := local.New(core, local.Options{Name: lo.client, Log: log})
-		return tui.Run(ctx, tui.RunOptions{Addr: "local · " + sys.RootDir(), Client: lo.client, Session: teaSession{c}, Log: log})
+		echo, err := voiceEcho(os.Getenv)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		return tui.Run(ctx, tui.RunOptions{Addr: "local · " + sys.RootDir(), Client: lo.client, Session: teaSession{c}, Log: log,
+			Audio: newAudio(os.Getenv, log), VoiceEcho: echo}) // audio_*.go
 	case "send":
 		return tui.Send(ctx, o, strings.Join(args, " "), os.Stdout)
 	case "history":

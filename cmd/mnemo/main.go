@@ -52,10 +52,12 @@ commands:
                   --all every turn, --since T those from T on (2h, 3d,
                   2026-11-01, or RFC 3339), --json one turn per line as
                   JSON, the wire's turn object
-  search QUERY    search memory; each hit shows the id mnemo forget takes
+  search QUERY    search memory (turns, tool results, knowledge notes); each hit
+                  shows the id mnemo forget takes (-kind, -status, -min-confidence)
   forget ID...    forget turns for good (--purge: erase their text from disk)
-  memory list|approve ID|reject ID
-                  review what the agent proposed to remember
+  memory list|read|write|edit|delete|history|pending|approve|reject
+                  the vault's notes, their history, and the agent's
+                  proposals to review (mnemo memory lists the commands)
   status          hearth's health: agent state, model, recall index progress
   ping [-wait D]  check that hearth answers, waiting up to D
   stop            ask hearth to shut down gracefully (the owner only)
@@ -199,7 +201,7 @@ func run() error {
 	case "import":
 		return importRoot(ctx, args, *root, os.Stdout, os.Stderr)
 	case "memory":
-		if _, _, err := memoryArgs(args); err != nil {
+		if _, err := memoryArgs(args); err != nil {
 			return err
 		}
 	case "send":
@@ -241,7 +243,7 @@ func run() error {
 	case "forget": // forget.go
 		return forget(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	case "memory": // memory.go
-		return memoryCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
+		return memoryCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdin, os.Stdout)
 	case "search":
 		return search(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	case "stop":
@@ -266,7 +268,12 @@ func runTUI(ctx context.Context, o tui.Options, local bool, token func() (string
 	}
 	defer closeLog.Close()
 	log.Info("mnemo starting", "version", version, "addr", o.Addr)
-	err = tui.Run(ctx, tui.RunOptions{Addr: o.Addr, Client: o.Client, Token: token, Local: local, Log: log})
+	echo, err := voiceEcho(os.Getenv)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	err = tui.Run(ctx, tui.RunOptions{Addr: o.Addr, Client: o.Client, Token: token, Local: local, Log: log,
+		Audio: newAudio(os.Getenv, log), VoiceEcho: echo}) // audio_*.go
 	if err != nil {
 		log.Error("mnemo stopped", "err", err)
 	}

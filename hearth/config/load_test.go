@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/llm"
 )
 
@@ -604,7 +605,7 @@ func TestBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := c.Budget()
-	if b.Tokens != 8000 || b.Shares.Recent != 75 || b.Shares.Memories != 15 || b.Shares.Tools != 10 {
+	if b.Tokens != 8000 || b.Shares != hearth.DefaultContextBudget().Shares {
 		t.Errorf("Budget() = %+v", b)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // PreferencesFile, in the memory root, holds the owner's preferences:
 //
 //	{"provider": "anthropic", "model": "claude-sonnet-4-5",
-//	 "context": {"budget_tokens": 24000, "shares": {"recent": 75, "memories": 15, "tools": 10}}}
+//	 "context": {"budget_tokens": 24000, "shares": {"recent": 75, "knowledge": 10, "memories": 5, "tools": 10}}}
 //
 // Every field is optional. provider and model override the configured
 // ones (Config.ModelSettings); context overrides the base context budget
@@ -206,10 +206,30 @@ func (w *PrefsWatcher) parse(data []byte, err error) (Preferences, error) {
 		if err := dec.Decode(&b); err != nil {
 			return Preferences{}, fmt.Errorf("context: %w", err)
 		}
+		fitKnowledge(&b, f.Context)
 		if err := b.Validate(); err != nil {
 			return Preferences{}, err
 		}
 		p.Context = &b
 	}
 	return p, nil
+}
+
+// fitKnowledge keeps a file written before the knowledge share valid: when
+// its shares leave "knowledge" out and the default knowledge share would
+// take the sum over 100, knowledge gets what the others leave.
+func fitKnowledge(b *hearth.ContextBudget, raw json.RawMessage) {
+	var named struct {
+		Shares map[string]json.RawMessage `json:"shares"`
+	}
+	if json.Unmarshal(raw, &named) != nil || named.Shares == nil {
+		return
+	}
+	if _, ok := named.Shares["knowledge"]; ok {
+		return
+	}
+	s := &b.Shares
+	if s.Recent+s.Knowledge+s.Memories+s.Tools > 100 {
+		s.Knowledge = max(0, 100-s.Recent-s.Memories-s.Tools)
+	}
 }

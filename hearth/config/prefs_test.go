@@ -311,7 +311,8 @@ func TestPrefsWithoutStat(t *testing.T) {
 	r := newMemRoot()
 	w := NewPrefsWatcher(PrefsOptions{ReadFile: r.readFile})
 	r.write(`{"model":"one","context":{"budget_tokens":5000}}`)
-	if p, change := w.Current(); !change.Updated || p.Model != "one" || *p.Context != *budget(5000, 75, 15, 10) {
+	want := hearth.ContextBudget{Tokens: 5000, Shares: hearth.DefaultContextBudget().Shares}
+	if p, change := w.Current(); !change.Updated || p.Model != "one" || *p.Context != want {
 		t.Errorf("first: %+v, %+v (the base is the default budget)", p, change)
 	}
 	for range 3 {
@@ -388,5 +389,42 @@ func TestPrefsConcurrent(t *testing.T) {
 	wg.Wait()
 	if errs.Load() != 1 || updates.Load() != 0 {
 		t.Errorf("errors reported %d times, updates %d; want 1 and 0", errs.Load(), updates.Load())
+	}
+}
+
+// TestPrefsKnowledgeShare: a file written before the knowledge share whose
+// shares, with the default knowledge share, would add up to more than 100
+// stays valid: knowledge gets what the others leave. A file that names
+// the knowledge share is taken as written.
+func TestPrefsKnowledgeShare(t *testing.T) {
+	shares := func(recent, knowledge, memories, tools int) *hearth.ContextBudget {
+		return &hearth.ContextBudget{Tokens: hearth.DefaultContextTokens, Shares: hearth.ContextShares{Recent: recent, Knowledge: knowledge, Memories: memories, Tools: tools}}
+	}
+	tests := []struct {
+		name, file string
+		want       *hearth.ContextBudget // nil: refused
+	}{
+		{"older file, full", `{"context":{"shares":{"recent":75,"memories":15,"tools":10}}}`, shares(75, 0, 15, 10)},
+		{"older file, room left", `{"context":{"shares":{"recent":70,"memories":12,"tools":10}}}`, shares(70, 8, 12, 10)},
+		{"older file, within 100", `{"context":{"shares":{"recent":60}}}`, shares(60, 10, 5, 10)},
+		{"knowledge named", `{"context":{"shares":{"recent":60,"knowledge":20,"memories":10,"tools":10}}}`, shares(60, 20, 10, 10)},
+		{"knowledge named, over 100", `{"context":{"shares":{"recent":75,"knowledge":10,"memories":15,"tools":10}}}`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newMemRoot()
+			r.write(tt.file)
+			w := NewPrefsWatcher(PrefsOptions{ReadFile: r.readFile, Stat: r.stat, Now: r.clock})
+			got, change := w.Current()
+			if tt.want == nil {
+				if change.Err == nil {
+					t.Errorf("Current() = %+v, want an error", got)
+				}
+				return
+			}
+			if change.Err != nil || got.Context == nil || *got.Context != *tt.want {
+				t.Errorf("Current() = %+v, %v; want context %+v", got.Context, change.Err, tt.want)
+			}
+		})
 	}
 }

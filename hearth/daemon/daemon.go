@@ -171,17 +171,9 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 	} else if err != nil {
 		return nil, fmt.Errorf("open vault: %w", err)
 	}
-	// What the owner edited while hearth was stopped is theirs: committed
-	// now, as "owner". A note that no longer parses is kept as written.
-	res, malformed, err := vlt.CommitOwnerEdits(ctx)
-	if err != nil {
-		log.Warn("vault: could not commit the owner's edits", "err", err)
-	} else if len(res.Paths) > 0 {
-		log.Info("vault: committed the owner's edits", "files", len(res.Paths), "commit", res.Commit)
-	}
-	for _, e := range malformed {
-		log.Warn("vault: a note you edited does not parse; it is kept as written", "err", e)
-	}
+	// What the owner edited while hearth was stopped is theirs: the core
+	// commits it as "owner" in the background once it runs (see
+	// hearth's vault keeper), off the start-up path.
 	j, err := journal.Open(root.ThreadsDir(), journalOptions(root, log))
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
@@ -237,6 +229,20 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 				out, err := core.Propose(ctx, p)
 				return tools.Proposed{ID: out.ID, Decision: out.Decision, Why: out.Why, Commit: out.Commit}, err
 			}, vlt.Read),
+			tools.MemoryRead(func(ctx context.Context, path, at string) ([]byte, string, error) {
+				f, err := core.VaultRead(ctx, path, at)
+				return f.Content, f.Commit, err
+			}),
+			tools.MemoryList(func(ctx context.Context, f vault.ListFilter) ([]vault.NoteInfo, error) {
+				return core.VaultList(ctx, f)
+			}),
+			tools.MemoryHistory(func(ctx context.Context, path string, limit int) ([]vault.Change, error) {
+				return core.VaultHistory(ctx, path, limit)
+			}),
+			tools.MemoryExport(func(ctx context.Context) (string, int64, error) {
+				res, err := core.Export(ctx, "")
+				return res.Path, res.Bytes, err
+			}),
 			tools.History(func(n int) ([]memory.Hit, error) {
 				recs, err := j.Tail(n)
 				out := make([]memory.Hit, len(recs))

@@ -45,9 +45,12 @@ func TestClientSearchRequest(t *testing.T) {
 		{"plain", ipc.Search{Query: "rain"}, &memory.SearchRequest{Query: "rain", K: hearth.DefaultSearchResults}, ""},
 		{"filters pass through", ipc.Search{Query: "rain", K: 3, Roles: []string{"tool", "user"}, Kinds: []string{"tool"}, Since: since, Until: until},
 			&memory.SearchRequest{Query: "rain", K: 3, Roles: []string{"tool", "user"}, Kinds: []string{"tool"}, Since: since, Until: until}, ""},
+		{"knowledge filters pass through", ipc.Search{Query: "lisbon", Kinds: []string{"knowledge"}, Statuses: []string{"active", "superseded"}, MinConfidence: 0.5},
+			&memory.SearchRequest{Query: "lisbon", K: hearth.DefaultSearchResults, Kinds: []string{"knowledge"}, Statuses: []string{"active", "superseded"}, MinConfidence: 0.5}, ""},
+		{"unknown status", ipc.Search{Query: "rain", Statuses: []string{"archived"}}, nil, `search: unknown status "archived": use active, superseded, contradicted, deprecated or draft`},
 		{"k over the bound", ipc.Search{Query: "rain", K: 51}, &memory.SearchRequest{Query: "rain", K: hearth.DefaultSearchResults}, ""},
 		{"unknown role", ipc.Search{Query: "rain", Roles: []string{"assistant"}}, nil, `search: unknown role "assistant": use user, agent or tool`},
-		{"unknown kind", ipc.Search{Query: "rain", Kinds: []string{"note"}}, nil, `search: unknown kind "note": use turn or tool`},
+		{"unknown kind", ipc.Search{Query: "rain", Kinds: []string{"note"}}, nil, `search: unknown kind "note": use turn, tool or knowledge`},
 		{"since after until", ipc.Search{Query: "rain", Since: until, Until: since}, nil, "search: since (2026-01-02T04:04:05Z) must be before until (2026-01-02T02:04:05Z)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -392,8 +392,10 @@ func TestContextBudgetChangesNextTurn(t *testing.T) {
 
 	long := "first " + strings.Repeat("long words ", 400) // about 1100 tokens, and its echo as many
 	first, firstReply := send(long)
-	if got := lastMemoryRequest(); got.Turns != 3600 || got.Tools != 2400 {
-		t.Errorf("first turn allowances = %d/%d, want the default 3600/2400", got.Turns, got.Tools)
+	// The default shares: 10% for notes, 5% for older turns (which also
+	// get what the notes leave), 10% for tool results.
+	if got := lastMemoryRequest(); got.Knowledge != 2400 || got.Turns != 1200 || got.Tools != 2400 {
+		t.Errorf("first turn allowances = %d/%d/%d, want the default 2400/1200/2400", got.Knowledge, got.Turns, got.Tools)
 	}
 
 	setBudget(hearth.ContextBudget{Tokens: 2000, Shares: hearth.ContextShares{Recent: 50, Memories: 30, Tools: 20}})
@@ -414,8 +416,8 @@ func TestContextBudgetChangesNextTurn(t *testing.T) {
 
 	setBudget(hearth.DefaultContextBudget())
 	send("third")
-	if got := lastMemoryRequest(); got.Turns != 3600 || got.Tools != 2400 {
-		t.Errorf("back to the default, allowances = %d/%d, want 3600/2400", got.Turns, got.Tools)
+	if got := lastMemoryRequest(); got.Knowledge != 2400 || got.Turns != 1200 || got.Tools != 2400 {
+		t.Errorf("back to the default, allowances = %d/%d/%d, want 2400/1200/2400", got.Knowledge, got.Turns, got.Tools)
 	}
 	if diff := cmp.Diff([]string{"first lo", "second", "third"}, userTexts()); diff != "" {
 		t.Errorf("with the base budget the model saw user turns (-want +got):\n%s", diff)

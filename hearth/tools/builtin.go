@@ -27,6 +27,12 @@ func searchFilters(req memory.SearchRequest) string {
 	if len(req.Kinds) > 0 {
 		parts = append(parts, "kind "+strings.Join(req.Kinds, " or "))
 	}
+	if len(req.Statuses) > 0 {
+		parts = append(parts, "status "+strings.Join(req.Statuses, " or "))
+	}
+	if req.MinConfidence > 0 {
+		parts = append(parts, fmt.Sprintf("confidence at least %g", req.MinConfidence))
+	}
 	if !req.Since.IsZero() {
 		parts = append(parts, "since "+req.Since.UTC().Format(time.RFC3339))
 	}
@@ -107,7 +113,10 @@ const memorySearchParams = `{"type":"object","properties":{` +
 	`"k":{"type":"integer","minimum":1,"maximum":50,"description":"how many results, default 10"},` +
 	`"role":{"anyOf":[{"type":"string","enum":["user","agent","tool"]},{"type":"array","items":{"type":"string","enum":["user","agent","tool"]},"minItems":1,"uniqueItems":true}],` +
 	`"description":"only what these said: user (the owner), agent (you), tool (tool results and memories kept with cache_store); one role or a list; default: any"},` +
-	`"kind":{"type":"string","enum":["turn","tool"],"description":"only conversation turns (turn) or only tool results and cache_store memories (tool); default: both"},` +
+	`"kind":{"type":"string","enum":["turn","tool","knowledge"],"description":"only conversation turns (turn), only tool results and cache_store memories (tool), or only sections of the knowledge notes in the memory vault (knowledge); default: all"},` +
+	`"status":{"anyOf":[{"type":"string","enum":["active","superseded","contradicted","deprecated","draft"]},{"type":"array","items":{"type":"string","enum":["active","superseded","contradicted","deprecated","draft"]},"minItems":1,"uniqueItems":true}],` +
+	`"description":"knowledge notes of these statuses; default: active only (superseded, contradicted, deprecated and draft notes are found only when asked for)"},` +
+	`"min_confidence":{"type":"number","minimum":0,"maximum":1,"description":"only knowledge notes whose confidence is at least this; default: any"},` +
 	`"since":{"type":"string","description":"only memories from this time on: a date YYYY-MM-DD (from the start of that day, UTC) or an RFC 3339 time such as 2026-01-02T15:04:05Z"},` +
 	`"until":{"type":"string","description":"only memories up to this time: a date YYYY-MM-DD (through the end of that day, UTC) or an RFC 3339 time (before that instant); must be after since"}` +
 	`},"required":["query"]}`
@@ -116,8 +125,8 @@ const memorySearchParams = `{"type":"object","properties":{` +
 // req.K best hits for req.Query among the records that pass req's filters.
 func MemorySearch(search SearchFunc) Builtin {
 	spec := builtinSpec("memory_search",
-		"Search long-term memory (past conversations, tool results and memories kept with cache_store) for a query, optionally only what a role said, one kind of record, or a time range. "+
-			"Returns the best matches, one line each: [time] kind, role, channel (chat, voice or the tool's name), session, id and score, then the text. "+
+		"Search long-term memory (past conversations, tool results, memories kept with cache_store, and the knowledge notes of the memory vault) for a query, optionally only what a role said, one kind of record, or a time range. "+
+			"Returns the best matches, one line each: [time] kind, role, channel (chat, voice or the tool's name), session, id and score, then the text; a knowledge note's section also names its file (path), heading, status and confidence. "+
 			"Times are UTC; ids are journal record ids (\"<id>#<n>\" for part of a long record).",
 		memorySearchParams)
 	return Builtin{Spec: spec, Run: func(ctx context.Context, args json.RawMessage) (Result, error) {
@@ -139,7 +148,12 @@ func MemorySearch(search SearchFunc) Builtin {
 		fmt.Fprintf(&b, "%d results for %q%s:\n", len(hits), req.Query, searchFilters(req))
 		for i, h := range hits {
 			fmt.Fprintf(&b, "%d. [%s]", i+1, h.TS.UTC().Format(time.RFC3339))
-			for _, f := range [...]struct{ k, v string }{{"kind", h.Kind}, {"role", h.Role}, {"channel", h.Channel}, {"session", h.Session}, {"id", h.ID}} {
+			conf := ""
+			if h.Kind == memory.KindKnowledge {
+				conf = fmt.Sprintf("%.2f", h.Confidence)
+			}
+			for _, f := range [...]struct{ k, v string }{{"kind", h.Kind}, {"role", h.Role}, {"channel", h.Channel}, {"session", h.Session},
+				{"path", h.Path}, {"heading", h.Heading}, {"status", h.Status}, {"confidence", conf}, {"id", h.ID}} {
 				if v := oneLine(f.v, maxHitField); v != "" {
 					fmt.Fprintf(&b, " %s=%s", f.k, v)
 				}
@@ -159,7 +173,10 @@ func parseSearchArgs(args json.RawMessage) (memory.SearchRequest, error) {
 		Role  json.RawMessage `json:"role"`
 		Kind  json.RawMessage `json:"kind"`
 		Since string          `json:"since"`
-		Until string          `json:"until"`
+		// Status and MinConfidence narrow knowledge notes.
+		Status        json.RawMessage `json:"status"`
+		MinConfidence float64         `json:"min_confidence"`
+		Until         string          `json:"until"`
 	}
 	if err := decodeArgs(args, &in); err != nil {
 		return memory.SearchRequest{}, err
@@ -179,6 +196,10 @@ func parseSearchArgs(args json.RawMessage) (memory.SearchRequest, error) {
 	if req.Kinds, err = stringList("kind", in.Kind, memory.Kinds()); err != nil {
 		return req, err
 	}
+	if req.Statuses, err = stringList("status", in.Status, memory.Statuses()); err != nil {
+		return req, err
+	}
+	req.MinConfidence = in.MinConfidence
 	if req.Since, err = parseWhen("since", in.Since, false); err != nil {
 		return req, err
 	}

@@ -57,6 +57,10 @@ func TestMemorySearch(t *testing.T) {
 		if req.Query == "none" {
 			return nil, nil
 		}
+		if req.Query == "lisbon" {
+			return []memory.Hit{{ID: "note:01N#1", Kind: "knowledge", Path: "knowledge/people/ana.md", Heading: "Home", Status: "active", Confidence: 0.9,
+				Text: "## Home\nAna moved to Lisbon.", TS: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Score: 1}}, nil
+		}
 		return []memory.Hit{
 			{ID: "01A", Kind: "turn", Role: "user", Channel: "chat", Session: "main", Text: "line one\nline two", TS: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Score: 0.875},
 			{ID: "01B#2", Kind: "tool", Role: "tool", Channel: "weather", Session: "main", Text: strings.Repeat("long ", 200), TS: time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("CET", 3600)), Score: 0.5},
@@ -74,6 +78,8 @@ func TestMemorySearch(t *testing.T) {
 			"1. [2026-01-02T03:04:05Z] kind=turn role=user channel=chat session=main id=01A score=0.88: line one line two\n" +
 			"2. [2025-12-31T23:00:00Z] kind=tool role=tool channel=weather session=main id=01B#2 score=0.50: " + strings.Repeat("long ", 79) + "lo…\n" +
 			"3. [2025-12-31T00:00:00Z] role=agent session=" + strings.Repeat("s", maxHitField-len("…")) + "… id=01C score=0.25: no kind or channel"}, false},
+		{"a note's section names its file", `{"query":"lisbon"}`, 10, Result{Text: "1 results for \"lisbon\":\n" +
+			"1. [2026-01-02T03:04:05Z] kind=knowledge path=knowledge/people/ana.md heading=Home status=active confidence=0.90 id=note:01N#1 score=1.00: ## Home Ana moved to Lisbon."}, false},
 		{"more hits than k are cut", `{"query":"cats","k":1}`, 1, Result{Text: "1 results for \"cats\":\n" +
 			"1. [2026-01-02T03:04:05Z] kind=turn role=user channel=chat session=main id=01A score=0.88: line one line two"}, false},
 		{"filters in the heading", `{"query":"none","role":"user","since":"2026-01-01"}`, 10, Result{Text: `no memories match "none" (role user, since 2026-01-01T00:00:00Z)`}, false},
@@ -130,8 +136,12 @@ func TestMemorySearchArgs(t *testing.T) {
 		{"kind turn", `{"query":"q","kind":"turn"}`, memory.SearchRequest{Query: "q", K: 10, Kinds: []string{"turn"}}, ""},
 		{"kind tool", `{"query":"q","kind":"tool"}`, memory.SearchRequest{Query: "q", K: 10, Kinds: []string{"tool"}}, ""},
 		{"kind list", `{"query":"q","kind":["tool","turn"]}`, memory.SearchRequest{Query: "q", K: 10, Kinds: []string{"tool", "turn"}}, ""},
-		{"kind unknown", `{"query":"q","kind":"note"}`, memory.SearchRequest{}, `kind "note" is not one of turn, tool`},
-		{"kind wrong type", `{"query":"q","kind":{}}`, memory.SearchRequest{}, "kind must be one of turn, tool, or a list of them"},
+		{"kind unknown", `{"query":"q","kind":"note"}`, memory.SearchRequest{}, `kind "note" is not one of turn, tool, knowledge`},
+		{"kind wrong type", `{"query":"q","kind":{}}`, memory.SearchRequest{}, "kind must be one of turn, tool, knowledge, or a list of them"},
+		{"knowledge with status and confidence", `{"query":"q","kind":"knowledge","status":["active","Superseded"],"min_confidence":0.6}`,
+			memory.SearchRequest{Query: "q", K: 10, Kinds: []string{"knowledge"}, Statuses: []string{"active", "superseded"}, MinConfidence: 0.6}, ""},
+		{"status unknown", `{"query":"q","status":"archived"}`, memory.SearchRequest{}, `status "archived" is not one of active, superseded, contradicted, deprecated, draft`},
+		{"confidence out of range", `{"query":"q","min_confidence":1.5}`, memory.SearchRequest{}, `min confidence 1.5 is outside [0, 1]`},
 
 		{"since date: start of the day", `{"query":"q","since":"2026-01-02"}`, memory.SearchRequest{Query: "q", K: 10, Since: utc(2026, 1, 2, 0, 0)}, ""},
 		{"until date: through the end of the day", `{"query":"q","until":"2026-01-02"}`, memory.SearchRequest{Query: "q", K: 10, Until: utc(2026, 1, 3, 0, 0)}, ""},
@@ -191,6 +201,7 @@ func TestSearchFilters(t *testing.T) {
 		{"none", memory.SearchRequest{Query: "q", K: 3}, ""},
 		{"roles", memory.SearchRequest{Roles: []string{memory.RoleUser, memory.RoleAgent}}, " (role user or agent)"},
 		{"kind", memory.SearchRequest{Kinds: []string{memory.KindTool}}, " (kind tool)"},
+		{"knowledge", memory.SearchRequest{Kinds: []string{memory.KindKnowledge}, Statuses: []string{memory.StatusSuperseded}, MinConfidence: 0.5}, " (kind knowledge, status superseded, confidence at least 0.5)"},
 		{"until in utc", memory.SearchRequest{Until: time.Date(2026, 1, 2, 1, 0, 0, 0, paris)}, " (until 2026-01-02T00:00:00Z)"},
 		{"all", memory.SearchRequest{Roles: []string{memory.RoleTool}, Kinds: []string{memory.KindTurn, memory.KindTool}, Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)},
 			" (role tool, kind turn or tool, since 2026-01-01T00:00:00Z, until 2026-02-01T00:00:00Z)"},
@@ -225,10 +236,14 @@ func TestMemorySearchSchemaVocabulary(t *testing.T) {
 		"role":      enum(role.AnyOf[0]),
 		"role list": enum(role.AnyOf[1].Items),
 		"kind":      enum(schema.Properties["kind"]),
+		"status":    enum(schema.Properties["status"].AnyOf[0]),
 	} {
 		want := memory.Roles()
-		if name == "kind" {
+		switch name {
+		case "kind":
 			want = memory.Kinds()
+		case "status":
+			want = memory.Statuses()
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s enum (-memory +schema):\n%s", name, diff)
@@ -268,6 +283,9 @@ func TestMemorySearchSchema(t *testing.T) {
 		{`{"reason":"r","query":"q","role":["user","user"]}`, false},
 		{`{"reason":"r","query":"q","role":[]}`, false},
 		{`{"reason":"r","query":"q","kind":"note"}`, false},
+		{`{"reason":"r","query":"q","kind":"knowledge","status":["active","superseded"],"min_confidence":0.5}`, true},
+		{`{"reason":"r","query":"q","status":"archived"}`, false},
+		{`{"reason":"r","query":"q","min_confidence":2}`, false},
 		{`{"reason":"r","query":"q","k":0}`, false},
 		{`{"reason":"r","query":"q","k":51}`, false},
 		{`{"reason":"r"}`, false},

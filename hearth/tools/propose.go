@@ -25,7 +25,7 @@ type (
 
 // memoryProposeParams is memory_propose's JSON Schema.
 const memoryProposeParams = `{"type":"object","properties":{` +
-	`"op":{"type":"string","enum":["create","update","deprecate","delete"],"description":"create a note (default), update one (its title and text are replaced), deprecate one (kept, marked outdated), or delete one"},` +
+	`"op":{"type":"string","enum":["create","update","edit","deprecate","delete"],"description":"create a note (default), update one (its title and text are replaced), edit one (content is appended, tags added), deprecate one (kept, marked outdated), or delete one"},` +
 	`"path":{"type":"string","description":"the note's file under knowledge/, e.g. knowledge/projects/garden.md, knowledge/prefs/coffee.md, knowledge/people/ana.md"},` +
 	`"title":{"type":"string","description":"the note's title (create, update)"},` +
 	`"content":{"type":"string","description":"the note's text in Markdown: self-contained facts the owner said (create, update)"},` +
@@ -35,6 +35,9 @@ const memoryProposeParams = `{"type":"object","properties":{` +
 	`"why":{"type":"string","description":"why this belongs in memory: what the owner said or asked, in a sentence (it becomes the commit message)"},` +
 	`"turn_ids":{"type":"array","items":{"type":"string"},"description":"ids of earlier turns it comes from (memory_search shows them); the current turn is always cited"}` +
 	`},"required":["path","why"]}`
+
+// opEdit is memory_propose's patch of a note: an update with a Patch.
+const opEdit = vault.Op("edit")
 
 // defaultConfidence is a note's confidence when the model gives none.
 const defaultConfidence = 0.8
@@ -115,12 +118,20 @@ func MemoryPropose(propose ProposeFunc, read ReadFunc) Builtin {
 			}
 			n.Body = []byte(strings.TrimSpace(in.Content) + "\n")
 			p.Content = string(n.Format())
+		case opEdit:
+			if current == nil {
+				return fail("%s does not exist: create it (op create)", p.Path)
+			}
+			if strings.TrimSpace(in.Content) == "" && len(in.Tags) == 0 {
+				return fail("edit needs content to append or tags to add")
+			}
+			p.Op, p.Patch = vault.OpUpdate, &vault.Patch{BodyAppend: strings.TrimSpace(in.Content), TagsAdd: in.Tags}
 		case vault.OpDeprecate, vault.OpDelete:
 			if current == nil {
 				return fail("%s does not exist", p.Path)
 			}
 		default:
-			return fail("op %q: use create, update, deprecate or delete", in.Op)
+			return fail("op %q: use create, update, edit, deprecate or delete", in.Op)
 		}
 		out, err := propose(ctx, p)
 		if err != nil {

@@ -40,7 +40,8 @@ type Core interface {
 	StopVoice()
 	RunVoiceTool(ctx context.Context, call hearth.VoiceToolCall) (hearth.VoiceToolResult, error)
 	Proposals(ctx context.Context) ([]vault.Proposal, error)
-	DecideProposal(ctx context.Context, id string, approve bool, by string) (hearth.ProposalOutcome, error)
+	DecideProposal(ctx context.Context, id string, d hearth.ProposalDecision) (hearth.ProposalOutcome, error)
+	VaultCore
 }
 
 // Options configure a Session.
@@ -188,6 +189,18 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.proposals(m)
 	case *ipc.ProposalDecide:
 		s.decide(m)
+	case *ipc.VaultRead:
+		s.vaultRead(m)
+	case *ipc.VaultWrite:
+		s.vaultWrite(m)
+	case *ipc.VaultList:
+		s.vaultList(m)
+	case *ipc.VaultHistory:
+		s.vaultHistory(m)
+	case *ipc.VaultPurge:
+		s.vaultPurge(m)
+	case *ipc.VaultExport:
+		s.vaultExport(m)
 	case *ipc.Health:
 		s.reply(s.health(m.Ref))
 	case *ipc.Shutdown:
@@ -256,14 +269,16 @@ func Error(err error) *ipc.Error {
 // Bounds of what a search reply carries.
 const (
 	maxSearchSnippet = 4 << 10
-	maxSearchField   = 256 // a hit's session or channel
+	maxSearchField   = 256 // a hit's session or channel, a note's heading
+	maxNotePath      = 1024
 	searchTimeout    = 10 * time.Second
 )
 
 // search answers a memory search off the caller's goroutine; Close
 // cancels it.
 func (s *Session) search(m *ipc.Search) {
-	req := memory.SearchRequest{Query: m.Query, K: m.K, Roles: m.Roles, Kinds: m.Kinds, Since: m.Since, Until: m.Until}
+	req := memory.SearchRequest{Query: m.Query, K: m.K, Roles: m.Roles, Kinds: m.Kinds, Since: m.Since, Until: m.Until,
+		Statuses: m.Statuses, MinConfidence: m.MinConfidence}
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, searchTimeout)
 		defer cancel()
@@ -398,7 +413,7 @@ func (s *Session) decide(m *ipc.ProposalDecide) {
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), vaultTimeout)
 		defer cancel()
-		out, err := s.core.DecideProposal(ctx, m.ID, m.Approve, hearth.ByOwner)
+		out, err := s.core.DecideProposal(ctx, m.ID, hearth.ProposalDecision{Approve: m.Approve, By: hearth.ByOwner, Content: m.Content})
 		if err != nil {
 			s.refuse(err, m.Ref)
 			return
@@ -529,6 +544,11 @@ func SearchHit(hit memory.Hit) ipc.SearchHit {
 	h := ipc.SearchHit{Turn: t, Score: hit.Score, Kind: hit.Kind}
 	h.Session, _ = Cut(hit.Session, maxSearchField)
 	h.Channel, _ = Cut(hit.Channel, maxSearchField)
+	if hit.Kind == memory.KindKnowledge {
+		h.Path, _ = Cut(hit.Path, maxNotePath)
+		h.Heading, _ = Cut(hit.Heading, maxSearchField)
+		h.Status, h.Confidence = hit.Status, hit.Confidence
+	}
 	return h
 }
 
@@ -542,6 +562,9 @@ func (s *Session) health(ref string) *ipc.HealthReport {
 			RecallSearches: ix.Searches.Recall, KeywordSearches: ix.Searches.Keyword,
 			Note: ix.Note,
 		}
+	}
+	if v := h.Vault; v != nil {
+		r.Vault = &ipc.VaultHealth{Uncommitted: v.Uncommitted, Failing: v.Failing, Since: v.Since}
 	}
 	if s.opts.Health != nil {
 		s.opts.Health(r)

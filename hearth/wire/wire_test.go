@@ -108,6 +108,13 @@ func TestSearchHit(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("SearchHit (-want +got):\n%s", diff)
 	}
+	note := SearchHit(memory.Hit{ID: "note:01N#1", Kind: "knowledge", Path: "knowledge/people/ana.md", Heading: "Home", Status: "active", Confidence: 0.9,
+		Text: "## Home\nLisbon", TS: ts, Score: 1})
+	wantNote := ipc.SearchHit{Turn: ipc.Turn{ID: "note:01N#1", Content: "## Home\nLisbon", TS: ts, Mode: ipc.ModeText}, Score: 1, Kind: "knowledge",
+		Path: "knowledge/people/ana.md", Heading: "Home", Status: "active", Confidence: 0.9}
+	if diff := cmp.Diff(wantNote, note); diff != "" {
+		t.Errorf("a note's SearchHit (-want +got):\n%s", diff)
+	}
 }
 
 func TestErrorHidesDetails(t *testing.T) {

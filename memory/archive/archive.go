@@ -168,7 +168,8 @@ func isLocal(p string) bool {
 // excluded reports whether Export leaves the root's path rel out.
 func excluded(rel string) bool {
 	top, _, _ := strings.Cut(rel, "/")
-	return top == gitDir || top == indexDir || rel == lockFile
+	return top == gitDir || top == indexDir || rel == lockFile ||
+		rel == ExportsDir || strings.HasPrefix(rel, ExportsDir+"/")
 }
 
 // isShard reports whether rel is a journal shard, which only grows.

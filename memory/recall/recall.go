@@ -18,13 +18,20 @@ import (
 const (
 	KindTurn = "turn" // a conversation turn (user or agent, text or voice)
 	KindTool = "tool" // a tool call and its result
+	// KindKnowledge is one section of a knowledge note in the vault. Its
+	// Role is the note's status (active, superseded, …), so that a Roles
+	// filter narrows notes by status in every backend; Channel is the
+	// note's path in the memory root; Salience its confidence; TS when it
+	// was last updated; Text the section's Markdown, heading line first.
+	KindKnowledge = "knowledge"
 )
 
 // Doc is one indexed unit.
 type Doc struct {
-	ID      string // stable: the journal record id, or "<record id>#<n>" for a chunk of a long record
-	Kind    string // KindTurn or KindTool
-	Role    string // "user", "agent" or "tool" (LoCoMo: the speaker's name)
+	ID   string // stable: the journal record id, or "<record id>#<n>" for a chunk of a long record
+	Kind string // KindTurn, KindTool or KindKnowledge
+	Role string // "user", "agent" or "tool" (LoCoMo: the speaker's name); a note's status
+
 	Mode    string // "text" or "voice"
 	Channel string // where it came from: "chat", "voice", a tool's name
 	Session string // the group it belongs to (hearth: the conversation id; LoCoMo: the sample id)

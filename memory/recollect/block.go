@@ -22,6 +22,8 @@ const (
 	turnsHeading = "## Relevant memories (older turns found for this message; use them if they help)\n"
 	toolsHeading = "## Relevant tool results (earlier tool outputs found for this message; use them if they help)\n"
 
+	knowledgeHeading    = "## What you know (notes from the memory vault relevant to this message, named by file; prefer them to older turns)\n"
+	sessionKnowHeading  = "## What you know (notes from the memory vault relevant to where we left off, named by file)\n"
 	sessionTurnsHeading = "## Memories relevant to where we left off (older turns found as this session starts)\n"
 	sessionToolsHeading = "## Tool results relevant to where we left off (found as this session starts)\n"
 )
@@ -35,8 +37,14 @@ func (rs *system) memories(ctx context.Context, req memory.ContextRequest) strin
 	ctx, cancel := context.WithTimeout(ctx, memoryTimeout)
 	defer cancel()
 	q := recall.Query{Text: req.Query}
-	if rs.embedder != nil && req.Turns > 0 && req.Tools > 0 {
-		// Both searches share one embedding of the query.
+	searches := 0
+	for _, on := range []bool{req.Knowledge > 0 && rs.know != nil, req.Turns+req.Knowledge > 0, req.Tools > 0} {
+		if on {
+			searches++
+		}
+	}
+	if rs.embedder != nil && searches > 1 {
+		// The searches share one embedding of the query.
 		v, err := rs.searcher.EmbedQuery(ctx, req.Query)
 		if err != nil {
 			rs.log.Warn("recall: cannot embed the query; relevant memories are lexical only", "err", err)
@@ -44,12 +52,30 @@ func (rs *system) memories(ctx context.Context, req memory.ContextRequest) strin
 		}
 		q.Vector = v
 	}
-	var turns, results []recall.Hit
+	var notes, turns, results []recall.Hit
 	var wg sync.WaitGroup
-	wg.Go(func() { turns = rs.relevant(ctx, q, recall.KindTurn, req.Turns) })
+	// Turns may take what the notes leave: enough of them are asked for.
+	wg.Go(func() { notes = rs.relevantNotes(ctx, q, req.Knowledge) })
+	wg.Go(func() { turns = rs.relevant(ctx, q, recall.KindTurn, req.Turns+req.Knowledge) })
 	wg.Go(func() { results = rs.relevant(ctx, q, recall.KindTool, req.Tools) })
 	wg.Wait()
-	return memoryBlock(req, turns, results)
+	return memoryBlock(req, notes, turns, results)
+}
+
+// relevantNotes searches the sections of active knowledge notes, enough
+// of them to fill allowance; none when the search fails or is too slow.
+func (rs *system) relevantNotes(ctx context.Context, q recall.Query, allowance int) []recall.Hit {
+	if allowance <= 0 || rs.know == nil {
+		return nil
+	}
+	q.K = memoryHits(allowance)
+	q.Filter = recall.Filter{Kinds: []string{recall.KindKnowledge}, Roles: []string{memory.StatusActive}}
+	hits, err := rs.searcher.Search(ctx, q)
+	if err != nil {
+		rs.log.Debug("no relevant notes for this turn", "err", err)
+		return nil
+	}
+	return hits
 }
 
 // relevant searches documents of one kind, enough of them to fill
@@ -72,16 +98,19 @@ func memoryHits(allowance int) int {
 	return min(max(allowance/40, 10), 50)
 }
 
-// memoryBlock is the injected block: the sentinel, then a section of older
-// turns and one of tool results, each omitted when empty; "" when both
-// are.
-func memoryBlock(req memory.ContextRequest, turns, results []recall.Hit) string {
-	th, rh := turnsHeading, toolsHeading
+// memoryBlock is the injected block, in the tiers of seed 003 §5.1: the
+// sentinel, then the sections of knowledge notes (durable memory first),
+// then older turns, which may use what the notes left of their allowance,
+// then tool results; each part omitted when empty; "" when all are.
+func memoryBlock(req memory.ContextRequest, notes, turns, results []recall.Hit) string {
+	kh, th, rh := knowledgeHeading, turnsHeading, toolsHeading
 	if req.Session {
-		th, rh = sessionTurnsHeading, sessionToolsHeading
+		kh, th, rh = sessionKnowHeading, sessionTurnsHeading, sessionToolsHeading
 	}
-	body := memorySection(th, turns, req, req.Turns, turnLine) +
-		memorySection(rh, results, req, req.Tools, toolLine)
+	known, used := memorySection(kh, notes, req, req.Knowledge, noteLine)
+	turnsPart, _ := memorySection(th, turns, req, req.Turns+req.Knowledge-used, turnLine)
+	toolsPart, _ := memorySection(rh, results, req, req.Tools, toolLine)
+	body := known + turnsPart + toolsPart
 	if body == "" {
 		return ""
 	}
@@ -89,13 +118,18 @@ func memoryBlock(req memory.ContextRequest, turns, results []recall.Hit) string 
 }
 
 // memorySection is heading and the lines of the hits not in req.Exclude,
-// in rank order, skipping any that would take it over allowance tokens;
-// "" when no hit fits. The records it shows are added to req.Injected.
-func memorySection(heading string, hits []recall.Hit, req memory.ContextRequest, allowance int, line func(recall.Doc) string) string {
+// in rank order, skipping any that would take it over allowance tokens,
+// and the tokens it uses; "" and 0 when no hit fits. The records it shows
+// are added to req.Injected (a note's section by its own id, a record by
+// the id of the record its chunk is part of).
+func memorySection(heading string, hits []recall.Hit, req memory.ContextRequest, allowance int, line func(recall.Doc) string) (string, int) {
 	used := memory.EstimateTokens(heading)
 	var b strings.Builder
 	for _, h := range hits {
-		base, _, _ := strings.Cut(h.Doc.ID, "#")
+		base := h.Doc.ID
+		if h.Doc.Kind != recall.KindKnowledge {
+			base, _, _ = strings.Cut(h.Doc.ID, "#")
+		}
 		if req.Exclude[base] {
 			continue
 		}
@@ -109,9 +143,20 @@ func memorySection(heading string, hits []recall.Hit, req memory.ContextRequest,
 		}
 	}
 	if b.Len() == 0 {
-		return ""
+		return "", 0
 	}
-	return heading + b.String()
+	return heading + b.String(), used
+}
+
+// noteLine shows a section of a note by its file and heading, then its
+// text without the heading line.
+func noteLine(d recall.Doc) string {
+	where, text := d.Channel, d.Text
+	if first, rest, _ := strings.Cut(d.Text, "\n"); isHeading(first) {
+		h, _ := heading(first)
+		where, text = where+" § "+h, rest
+	}
+	return fmt.Sprintf("- [%s] %s\n", where, oneLine(text, 600))
 }
 
 func turnLine(d recall.Doc) string {

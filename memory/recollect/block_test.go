@@ -210,7 +210,7 @@ func TestOneLine(t *testing.T) {
 }
 
 func TestKindsAgreeWithRecall(t *testing.T) {
-	if memory.KindTurn != recall.KindTurn || memory.KindTool != recall.KindTool {
+	if memory.KindTurn != recall.KindTurn || memory.KindTool != recall.KindTool || memory.KindKnowledge != recall.KindKnowledge {
 		t.Errorf("memory kinds %q, %q; recall kinds %q, %q", memory.KindTurn, memory.KindTool, recall.KindTurn, recall.KindTool)
 	}
 }

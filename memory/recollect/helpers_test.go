@@ -27,7 +27,7 @@ func testLog(t *testing.T) *slog.Logger {
 
 // openJournal is a journal in a temp dir holding recs, closed when the
 // test ends; it returns the records as stored.
-func openJournal(t *testing.T, recs ...journal.Record) (*journal.Journal, []journal.Record) {
+func openJournal(t testing.TB, recs ...journal.Record) (*journal.Journal, []journal.Record) {
 	t.Helper()
 	j, err := journal.Open(t.TempDir(), journal.Options{})
 	if err != nil {

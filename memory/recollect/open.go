@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,10 +30,11 @@ type system struct {
 	indexer  *indexer.Indexer
 	searcher *recall.Searcher
 	backend  string
+	log      *slog.Logger
+	know     *knowledge // nil without a memory root
 	// note says why recall is lexical only when it was not asked to be
 	// (no word vectors where it looked); "" otherwise.
 	note string
-	log  *slog.Logger
 }
 
 // newSystem is recall over an open index.
@@ -44,6 +46,9 @@ func newSystem(ix recall.Index, emb recall.Embedder, backend string, o Options) 
 	}
 	rs.indexer = indexer.New(indexer.Options{Journal: j, Index: ix, Embedder: emb, Session: o.Session, Log: o.Log})
 	rs.searcher = &recall.Searcher{Index: ix, Embedder: emb, Log: o.Log}
+	if o.Root != "" {
+		rs.know = &knowledge{root: o.Root, system: rs}
+	}
 	if r, ok := emb.(recall.Reranker); ok {
 		rs.searcher.Reranker = r // the offline word vectors rerank too
 	}
@@ -222,23 +227,51 @@ func newEmbedder(s Settings, log *slog.Logger) (recall.Embedder, error) {
 // search answers a memory search with hybrid retrieval, req's filters
 // applied by the index.
 func (rs *system) search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error) {
-	hits, err := rs.searcher.Search(ctx, recall.Query{Text: req.Query, K: req.K, Filter: searchFilter(req)})
+	k := req.K
+	if req.MinConfidence > 0 && req.WantsKnowledge() {
+		k = min(max(4*k, 50), 500) // notes below the confidence are left out after
+	}
+	hits, err := rs.searcher.Search(ctx, recall.Query{Text: req.Query, K: k, Filter: searchFilter(req)})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]memory.Hit, len(hits))
-	for i, h := range hits {
+	out := make([]memory.Hit, 0, len(hits))
+	for _, h := range hits {
 		d := h.Doc
-		out[i] = memory.Hit{ID: d.ID, Kind: d.Kind, Role: d.Role, Session: d.Session, Channel: d.Channel, Mode: mode(d.Mode), Text: d.Text, TS: d.TS, Score: h.Score}
+		if d.Kind == recall.KindKnowledge {
+			if noteConfidence(d) < req.MinConfidence {
+				continue
+			}
+			out = append(out, noteHit(d, h.Score))
+		} else {
+			out = append(out, memory.Hit{ID: d.ID, Kind: d.Kind, Role: d.Role, Session: d.Session, Channel: d.Channel, Mode: mode(d.Mode), Text: d.Text, TS: d.TS, Score: h.Score})
+		}
+		if req.K > 0 && len(out) == req.K {
+			break
+		}
 	}
 	return out, nil
 }
 
 // searchFilter is req's filters as recall's: the roles and kinds are the
 // same words (a tool document has role "tool" and kind "tool"), and both
-// time ranges include Since and exclude Until.
+// time ranges include Since and exclude Until. A knowledge document's role
+// is its note's status: when req may find notes, the roles filter also
+// holds the statuses it asks for (active only by default), and a roles
+// filter narrows only turns and tool results.
 func searchFilter(req memory.SearchRequest) recall.Filter {
-	return recall.Filter{Kinds: req.Kinds, Roles: req.Roles, Since: req.Since, Until: req.Until}
+	f := recall.Filter{Kinds: req.Kinds, Roles: req.Roles, Since: req.Since, Until: req.Until}
+	if req.WantsKnowledge() {
+		var roles []string
+		if req.WantsRecords() {
+			roles = req.Roles
+			if len(roles) == 0 {
+				roles = memory.Roles()
+			}
+		}
+		f.Roles = append(slices.Clone(roles), req.NoteStatuses()...)
+	}
+	return f
 }
 
 // health reports the indexer's progress in terms safe to show.

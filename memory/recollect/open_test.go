@@ -18,6 +18,7 @@ import (
 	"github.com/mnemo/mnemo/memory/recall/embedded"
 	"github.com/mnemo/mnemo/memory/recall/qdrant"
 	"github.com/mnemo/mnemo/memory/recall/qdrant/qdranttest"
+	"github.com/mnemo/mnemo/memory/vault"
 )
 
 func TestRetryPolicyDelay(t *testing.T) {
@@ -193,13 +194,14 @@ func TestReindex(t *testing.T) {
 		journal.Record{Role: memory.RoleAgent, Text: "they like sun"},
 		journal.Record{Role: memory.RoleUser, Text: "  "},
 	)
+	writeNote(t, root, "knowledge/people/ana.md", note(vault.NewNoteID(), "active", 0.9, "## Garden\n\nAna grows tomatoes.\n"))
 	o := Options{Root: root, Journal: j, Session: session, Settings: Settings{Embedder: "none"}}
 	for range 2 { // the second run starts from an index holding everything
 		var out bytes.Buffer
 		if err := Reindex(t.Context(), o, &out); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.HasPrefix(out.String(), "indexed 2 documents from the journal (1 records had nothing to index)") || !strings.Contains(out.String(), "backend embedded, embedder none (lexical only)") {
+		if !strings.HasPrefix(out.String(), "indexed 2 documents from the journal (1 records had nothing to index) and 1 knowledge notes") || !strings.Contains(out.String(), "backend embedded, embedder none (lexical only)") {
 			t.Errorf("Reindex said %q", out.String())
 		}
 	}
@@ -208,8 +210,8 @@ func TestReindex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	if n, err := ix.Count(t.Context()); err != nil || n != 2 {
-		t.Errorf("index holds %d documents (%v), want 2", n, err)
+	if n, err := ix.Count(t.Context()); err != nil || n != 3 {
+		t.Errorf("index holds %d documents (%v), want 3 (two turns, one note's section)", n, err)
 	}
 	if err := Reindex(t.Context(), Options{Root: root, Settings: Settings{Embedder: "none"}}, &bytes.Buffer{}); err == nil {
 		t.Error("Reindex without a journal succeeded")

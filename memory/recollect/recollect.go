@@ -137,6 +137,7 @@ func (m *Memory) Run(ctx context.Context) {
 	if err := m.syncSeen(ctx, rs, true); err != nil {
 		m.log.Warn("could not check the journal against the index; a turn removed by hand may stay searchable until `hearth reindex`", "err", err)
 	}
+	rs.reconcileKnowledge(ctx)
 	rs.indexer.Run(ctx)
 	if err := m.syncSeen(context.WithoutCancel(ctx), rs, false); err != nil {
 		m.log.Warn("could not record what the index has seen of the journal", "err", err)

@@ -408,7 +408,7 @@ func (s *filterSpy) Lexical(ctx context.Context, q string, k int, f recall.Filte
 }
 
 // TestRecallSearchFilter checks that a search request's filters reach
-// recall as its Filter, unchanged, and that the hits pass them and carry
+// recall as its Filter, with the note statuses among the roles, and that the hits pass them and carry
 // their documents' provenance.
 func TestRecallSearchFilter(t *testing.T) {
 	spy := &filterSpy{Index: openIndex(t, gardenDocs(3)...)}
@@ -421,11 +421,16 @@ func TestRecallSearchFilter(t *testing.T) {
 		want    recall.Filter
 		wantAny bool // some hits expected
 	}{
-		{"none", memory.SearchRequest{}, recall.Filter{}, true},
-		{"roles", memory.SearchRequest{Roles: []string{"user", "agent"}}, recall.Filter{Roles: []string{"user", "agent"}}, true},
+		// A search that may find knowledge notes narrows them by status
+		// (active only by default) through the roles filter: a note's
+		// role is its status.
+		{"none", memory.SearchRequest{}, recall.Filter{Roles: []string{"user", "agent", "tool", "active"}}, true},
+		{"roles", memory.SearchRequest{Roles: []string{"user", "agent"}}, recall.Filter{Roles: []string{"user", "agent", "active"}}, true},
 		{"kinds", memory.SearchRequest{Kinds: []string{"tool"}}, recall.Filter{Kinds: []string{"tool"}}, true},
-		{"since", memory.SearchRequest{Since: ts}, recall.Filter{Since: ts}, true},
-		{"until excludes", memory.SearchRequest{Until: ts}, recall.Filter{Until: ts}, false},
+		{"knowledge", memory.SearchRequest{Kinds: []string{"knowledge"}, Statuses: []string{"active", "draft"}},
+			recall.Filter{Kinds: []string{"knowledge"}, Roles: []string{"active", "draft"}}, false},
+		{"since", memory.SearchRequest{Since: ts}, recall.Filter{Roles: []string{"user", "agent", "tool", "active"}, Since: ts}, true},
+		{"until excludes", memory.SearchRequest{Until: ts}, recall.Filter{Roles: []string{"user", "agent", "tool", "active"}, Until: ts}, false},
 		{"all", memory.SearchRequest{Roles: []string{"tool"}, Kinds: []string{"tool"}, Since: ts.Add(-time.Hour), Until: ts.Add(time.Hour)},
 			recall.Filter{Roles: []string{"tool"}, Kinds: []string{"tool"}, Since: ts.Add(-time.Hour), Until: ts.Add(time.Hour)}, true},
 		{"role and kind that never meet", memory.SearchRequest{Roles: []string{"user"}, Kinds: []string{"tool"}}, recall.Filter{Roles: []string{"user"}, Kinds: []string{"tool"}}, false},

@@ -31,8 +31,14 @@ func Reindex(ctx context.Context, o Options, w io.Writer) error {
 	if err := rs.indexer.CatchUp(ctx); err != nil {
 		return fmt.Errorf("reindex: %w", err)
 	}
+	notes := 0
+	if rs.know != nil {
+		if notes, _, err = rs.know.reconcile(ctx); err != nil {
+			return fmt.Errorf("reindex the knowledge notes: %w", err)
+		}
+	}
 	st := rs.indexer.Status()
-	fmt.Fprintf(w, "indexed %d documents from the journal (%d records had nothing to index) in %s; backend %s, embedder %s\n",
-		st.Indexed, st.Skipped, time.Since(start).Round(time.Millisecond), rs.backend, embedderName(rs.embedder))
+	fmt.Fprintf(w, "indexed %d documents from the journal (%d records had nothing to index) and %d knowledge notes in %s; backend %s, embedder %s\n",
+		st.Indexed, st.Skipped, notes, time.Since(start).Round(time.Millisecond), rs.backend, embedderName(rs.embedder))
 	return nil
 }

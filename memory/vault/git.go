@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -70,9 +71,25 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 	if err != nil {
 		return fail(fmt.Errorf("read HEAD: %w", err))
 	}
-	changes, err := stage(repo, dir, paths)
-	if err != nil {
-		return fail(err)
+	// With .git a directory (a memory root's), objects are written loose
+	// and the index as raw entries (gitindex.go); a gitdir link, or an
+	// index version not handled there, goes through go-git.
+	put := storerPut(repo.Storer)
+	var changes map[string]change
+	gitDir := filepath.Join(dir, git.GitDirName)
+	if st, err := os.Lstat(gitDir); err == nil && st.IsDir() {
+		put = (&looseWriter{gitDir: gitDir}).put
+		changes, err = stageRaw(gitDir, dir, paths, put)
+		if errors.Is(err, errIndexVersion) {
+			changes, err = nil, nil
+		} else if err != nil {
+			return fail(err)
+		}
+	}
+	if changes == nil {
+		if changes, err = stage(repo, dir, paths, put); err != nil {
+			return fail(err)
+		}
 	}
 	parent, err := repo.CommitObject(head.Hash())
 	if err != nil {
@@ -82,7 +99,7 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 	if err != nil {
 		return fail(fmt.Errorf("read HEAD tree: %w", err))
 	}
-	tree, _, err := writeTree(repo.Storer, base, changes)
+	tree, _, err := writeTree(repo.Storer, put, base, changes)
 	if err != nil {
 		return fail(fmt.Errorf("write tree: %w", err))
 	}
@@ -97,11 +114,11 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 		TreeHash:     tree,
 		ParentHashes: []plumbing.Hash{head.Hash()},
 	}
-	obj := repo.Storer.NewEncodedObject()
+	obj := &plumbing.MemoryObject{}
 	if err := c.Encode(obj); err != nil {
 		return fail(fmt.Errorf("commit: %w", err))
 	}
-	hash, err := repo.Storer.SetEncodedObject(obj)
+	hash, err := putObject(put, obj)
 	if err != nil {
 		return fail(fmt.Errorf("commit: %w", err))
 	}
@@ -125,21 +142,28 @@ type change struct {
 // Worktree.Commit re-reads the index and rewrites every tree; this writes
 // only the trees on the changed paths, and commits only those paths, not
 // what the owner may have staged.
-func writeTree(s storer.EncodedObjectStorer, t *object.Tree, changes map[string]change) (plumbing.Hash, bool, error) {
-	entries := make(map[string]object.TreeEntry)
+func writeTree(s storer.EncodedObjectStorer, put putFunc, t *object.Tree, changes map[string]change) (plumbing.Hash, bool, error) {
+	var base []object.TreeEntry // in git's order, as the tree holds them
 	if t != nil {
-		for _, e := range t.Entries {
-			entries[e.Name] = e
-		}
+		base = t.Entries
 	}
+	lookup := func(name string) (object.TreeEntry, bool) {
+		for _, e := range base {
+			if e.Name == name {
+				return e, true
+			}
+		}
+		return object.TreeEntry{}, false
+	}
+	set := make(map[string]*object.TreeEntry) // the entries changed here; nil: removed
 	sub := make(map[string]map[string]change)
 	for p, c := range changes {
 		first, rest, nested := strings.Cut(p, "/")
 		if !nested {
 			if c.del {
-				delete(entries, first)
+				set[first] = nil
 			} else {
-				entries[first] = object.TreeEntry{Name: first, Mode: c.mode, Hash: c.hash}
+				set[first] = &object.TreeEntry{Name: first, Mode: c.mode, Hash: c.hash}
 			}
 			continue
 		}
@@ -150,28 +174,21 @@ func writeTree(s storer.EncodedObjectStorer, t *object.Tree, changes map[string]
 	}
 	for name, ch := range sub {
 		var child *object.Tree
-		if e, ok := entries[name]; ok && e.Mode == filemode.Dir {
+		if e, ok := lookup(name); ok && e.Mode == filemode.Dir {
 			var err error
 			if child, err = object.GetTree(s, e.Hash); err != nil {
 				return plumbing.ZeroHash, false, err
 			}
 		}
-		h, empty, err := writeTree(s, child, ch)
+		h, empty, err := writeTree(s, put, child, ch)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
 		if empty {
-			delete(entries, name)
+			set[name] = nil
 		} else {
-			entries[name] = object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
+			set[name] = &object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h}
 		}
-	}
-	if len(entries) == 0 {
-		return plumbing.ZeroHash, true, nil
-	}
-	list := make([]object.TreeEntry, 0, len(entries))
-	for _, e := range entries {
-		list = append(list, e)
 	}
 	// git's order: by name, a directory compared as if it ended in '/'.
 	key := func(e object.TreeEntry) string {
@@ -180,20 +197,148 @@ func writeTree(s storer.EncodedObjectStorer, t *object.Tree, changes map[string]
 		}
 		return e.Name
 	}
-	slices.SortFunc(list, func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) })
-	obj := s.NewEncodedObject()
+	cmpEntries := func(a, b object.TreeEntry) int { return strings.Compare(key(a), key(b)) }
+	// The entries no change touches keep their order; the changed ones
+	// are merged in, so a folder of 10,000 notes is not sorted again.
+	kept := make([]object.TreeEntry, 0, len(base))
+	for _, e := range base {
+		if _, changed := set[e.Name]; !changed {
+			kept = append(kept, e)
+		}
+	}
+	var added []object.TreeEntry
+	for _, e := range set {
+		if e != nil {
+			added = append(added, *e)
+		}
+	}
+	slices.SortFunc(added, cmpEntries)
+	list := make([]object.TreeEntry, 0, len(kept)+len(added))
+	for i, j := 0, 0; i < len(kept) || j < len(added); {
+		if j == len(added) || (i < len(kept) && cmpEntries(kept[i], added[j]) < 0) {
+			list = append(list, kept[i])
+			i++
+		} else {
+			list = append(list, added[j])
+			j++
+		}
+	}
+	if len(list) == 0 {
+		return plumbing.ZeroHash, true, nil
+	}
+	obj := &plumbing.MemoryObject{}
 	if err := (&object.Tree{Entries: list}).Encode(obj); err != nil {
 		return plumbing.ZeroHash, false, err
 	}
-	h, err := s.SetEncodedObject(obj)
+	h, err := putObject(put, obj)
 	return h, false, err
+}
+
+// putFunc stores an object's content and returns its hash.
+type putFunc func(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error)
+
+// storerPut stores objects through go-git's storer.
+func storerPut(s storer.EncodedObjectStorer) putFunc {
+	return func(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+		obj := s.NewEncodedObject()
+		obj.SetType(typ)
+		obj.SetSize(int64(len(data)))
+		w, err := obj.Writer()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if _, err := w.Write(data); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if err := w.Close(); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		return s.SetEncodedObject(obj)
+	}
+}
+
+// putObject stores an encoded object through put.
+func putObject(put putFunc, obj *plumbing.MemoryObject) (plumbing.Hash, error) {
+	r, err := obj.Reader()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return put(obj.Type(), data)
+}
+
+// stageRaw is stage over the raw index of the repository at gitDir: each
+// file's blob is stored through put and its entry set; a missing file's
+// entries are removed. Only the changed entries are built; the others are
+// copied as they were read.
+func stageRaw(gitDir, dir string, paths []string, put putFunc) (map[string]change, error) {
+	idx, err := readIndexFile(gitDir)
+	if err != nil {
+		if errors.Is(err, errIndexVersion) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("read the git index: %w", err)
+	}
+	changes := make(map[string]change, len(paths))
+	entries := make(map[string]*rawEntry, len(paths))
+	for _, p := range paths {
+		fi, b, err := readStaged(dir, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			entries[p] = nil
+			changes[p] = change{del: true}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		mode, err := filemode.NewFromOSFileMode(fi.Mode())
+		if err != nil {
+			return nil, fmt.Errorf("stage %s: %w", p, err)
+		}
+		h, err := put(plumbing.BlobObject, b)
+		if err != nil {
+			return nil, fmt.Errorf("stage %s: store: %w", p, err)
+		}
+		e := newEntry(p, h, mode, int64(len(b)), fi.ModTime())
+		entries[p] = &e
+		changes[p] = change{hash: h, mode: mode}
+	}
+	idx.update(entries)
+	if err := writeIndexFile(gitDir, idx); err != nil {
+		return nil, fmt.Errorf("write the git index: %w", err)
+	}
+	return changes, nil
+}
+
+// readStaged reads the regular file p of dir; fs.ErrNotExist when it is
+// gone.
+func readStaged(dir, p string) (fs.FileInfo, []byte, error) {
+	full := filepath.Join(dir, filepath.FromSlash(p))
+	fi, err := os.Lstat(full)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, err
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("stage %s: %w", p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("stage %s: not a regular file", p)
+	}
+	b, err := os.ReadFile(full)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stage %s: %w", p, err)
+	}
+	return fi, b, nil
 }
 
 // stage updates the index for paths in one pass: each file's blob is
 // stored and its entry set; a missing file's entry is removed. go-git's
 // Worktree.Add reads and rewrites the whole index per path, which costs
 // tens of milliseconds per path in a vault of thousands of notes.
-func stage(repo *git.Repository, dir string, paths []string) (map[string]change, error) {
+func stage(repo *git.Repository, dir string, paths []string, put putFunc) (map[string]change, error) {
 	idx, err := repo.Storer.Index()
 	if err != nil {
 		return nil, fmt.Errorf("read the git index: %w", err)
@@ -218,20 +363,7 @@ func stage(repo *git.Repository, dir string, paths []string) (map[string]change,
 		if err != nil {
 			return nil, fmt.Errorf("stage %s: %w", p, err)
 		}
-		obj := repo.Storer.NewEncodedObject()
-		obj.SetType(plumbing.BlobObject)
-		obj.SetSize(int64(len(b)))
-		w, err := obj.Writer()
-		if err != nil {
-			return nil, fmt.Errorf("stage %s: %w", p, err)
-		}
-		if _, err := w.Write(b); err != nil {
-			return nil, fmt.Errorf("stage %s: %w", p, err)
-		}
-		if err := w.Close(); err != nil {
-			return nil, fmt.Errorf("stage %s: %w", p, err)
-		}
-		h, err := repo.Storer.SetEncodedObject(obj)
+		h, err := put(plumbing.BlobObject, b)
 		if err != nil {
 			return nil, fmt.Errorf("stage %s: store: %w", p, err)
 		}
@@ -256,4 +388,15 @@ func stage(repo *git.Repository, dir string, paths []string) (map[string]change,
 		return nil, fmt.Errorf("write the git index: %w", err)
 	}
 	return changes, nil
+}
+
+// Probe reports whether a commit in the memory root dir can take git's
+// index now: an error wrapping ErrIndexLocked when another process holds
+// .git/index.lock. It writes nothing.
+func Probe(dir string) error {
+	lock := filepath.Join(dir, git.GitDirName, "index.lock")
+	if _, err := os.Lstat(lock); err == nil {
+		return fmt.Errorf("%w: %s exists", ErrIndexLocked, lock)
+	}
+	return nil
 }

@@ -15,7 +15,7 @@ import (
 
 // needAudio skips without a sound server, unless MNEMO_AUDIO_REQUIRED is
 // set (make test-audio sets it: there a missing server is a failure).
-func needAudio(t *testing.T) {
+func needAudio(t testing.TB) {
 	t.Helper()
 	if os.Getenv("PULSE_SERVER") != "" {
 		return
@@ -54,9 +54,10 @@ type recorder struct {
 	cond *sync.Cond
 	buf  []int16
 	done bool
+	t0   time.Time // when sample 0 was recorded, best estimate
 }
 
-func record(t *testing.T, name string, args ...string) *recorder {
+func record(t testing.TB, name string, args ...string) *recorder {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	stdout, err := cmd.StdoutPipe()
@@ -85,6 +86,15 @@ func record(t *testing.T, name string, args ...string) *recorder {
 			for i := 0; i < len(chunk); i += 2 {
 				r.buf = append(r.buf, int16(binary.LittleEndian.Uint16(chunk[i:])))
 			}
+			// Sample n was recorded no later than now - (len-n)/rate; a
+			// chunk read late (a loaded machine) only makes that bound
+			// looser, so the earliest bound is the best.
+			if len(chunk) > 0 {
+				at := time.Now().Add(-time.Duration(len(r.buf)) * time.Second / SampleRate)
+				if r.t0.IsZero() || at.Before(r.t0) {
+					r.t0 = at
+				}
+			}
 			if err != nil {
 				r.done = true
 			}
@@ -106,7 +116,7 @@ func record(t *testing.T, name string, args ...string) *recorder {
 }
 
 // wait blocks until at least n samples are recorded and returns a copy.
-func (r *recorder) wait(t *testing.T, n int) []int16 {
+func (r *recorder) wait(t testing.TB, n int) []int16 {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -117,6 +127,14 @@ func (r *recorder) wait(t *testing.T, n int) []int16 {
 		t.Fatalf("recording ended after %d samples, want %d", len(r.buf), n)
 	}
 	return append([]int16(nil), r.buf...)
+}
+
+// at is the index of the sample recorded at t: by the recorder's clock,
+// not by how much it has read so far, which lags on a loaded machine.
+func (r *recorder) at(t time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return int(t.Sub(r.t0) * SampleRate / time.Second)
 }
 
 func (r *recorder) len() int {
@@ -276,8 +294,8 @@ func TestBargeInSilence(t *testing.T) {
 			}
 		}
 	}
-	flushAt := rec.len()
 	item, ms, ok := p.Flush()
+	flushAt := rec.at(time.Now())
 	got := rec.wait(t, flushAt+SampleRate/2)
 	last := -1
 	for i := len(got) - 1; i >= flushAt; i-- {

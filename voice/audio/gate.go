@@ -1,6 +1,8 @@
 package audio
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -13,10 +15,49 @@ const (
 	// for Hold after, so the agent never hears (and interrupts) itself;
 	// BargeIn opens the mic anyway.
 	HalfDuplex Mode = iota
-	// FullDuplex passes every frame: headphones, or an echo canceller
-	// upstream of the mic.
+	// FullDuplex passes every frame: headphones.
 	FullDuplex
+	// EchoCancel passes frames while the agent plays, because an echo
+	// canceller upstream of the mic removes the speaker from it: the
+	// system's (PulseAudio/PipeWire module-echo-cancel, made the default
+	// devices by scripts/echo-cancel.sh). The user interrupts by just
+	// speaking, from Onset into a reply: the canceller needs that long to
+	// converge when a reply starts from silence.
+	EchoCancel
 )
+
+// String is the mode's name in configuration and the UI: "half",
+// "headphones", "echo-cancel".
+func (m Mode) String() string {
+	switch m {
+	case FullDuplex:
+		return "headphones"
+	case EchoCancel:
+		return "echo-cancel"
+	}
+	return "half"
+}
+
+// ParseMode reads a mode's name as String writes it; "full" and
+// "full-duplex" are accepted for headphones, "aec" for echo-cancel, ""
+// is HalfDuplex.
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "half", "half-duplex":
+		return HalfDuplex, nil
+	case "headphones", "full", "full-duplex":
+		return FullDuplex, nil
+	case "echo-cancel", "aec", "echocancel":
+		return EchoCancel, nil
+	}
+	return HalfDuplex, fmt.Errorf("audio: unknown echo mode %q (half, headphones, echo-cancel)", s)
+}
+
+// DefaultOnset is how long, in EchoCancel mode, the mic stays gated when
+// a reply starts from silence: the system canceller lets the first 150 ms
+// or so of a reply through almost whole (-24 dBFS of a -21 dBFS voice,
+// measured on these machines) before it converges again.
+const DefaultOnset = 300 * time.Millisecond
 
 // DefaultHold is how long the mic stays gated after playback stops: the
 // device's output latency plus the room's echo tail.
@@ -44,15 +85,18 @@ func (s GateState) String() string {
 	return "listening"
 }
 
-// GateConfig configures a Gate. Zero values mean HalfDuplex, DefaultHold
-// and time.Now.
+// GateConfig configures a Gate. Zero values mean HalfDuplex, DefaultHold,
+// DefaultOnset and time.Now.
 type GateConfig struct {
 	Mode Mode
 	Hold time.Duration
-	Now  func() time.Time
+	// Onset is EchoCancel's gate at the start of each reply; negative
+	// means none.
+	Onset time.Duration
+	Now   func() time.Time
 }
 
-// Gate is the half-duplex state machine. The Player reports playback
+// Gate is the half-duplex state machine (and EchoCancel's onset gate). The Player reports playback
 // starting and stopping (SetPlaying); Capture asks Pass for every frame.
 // Safe for concurrent use.
 //
@@ -65,7 +109,9 @@ type Gate struct {
 	mu       sync.Mutex
 	mode     Mode
 	hold     time.Duration
+	onset    time.Duration
 	now      func() time.Time
+	started  time.Time // playback last started from silence
 	playing  bool
 	override bool
 	until    time.Time // end of the hold after playback stopped
@@ -78,13 +124,16 @@ func NewGate(cfg GateConfig) *Gate {
 	if cfg.Hold <= 0 {
 		cfg.Hold = DefaultHold
 	}
+	if cfg.Onset == 0 {
+		cfg.Onset = DefaultOnset
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Gate{mode: cfg.Mode, hold: cfg.Hold, now: cfg.Now}
+	return &Gate{mode: cfg.Mode, hold: cfg.Hold, onset: max(0, cfg.Onset), now: cfg.Now}
 }
 
-// SetMode switches between half and full duplex.
+// SetMode switches the mode; a switch takes effect for the next frame.
 func (g *Gate) SetMode(m Mode) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -109,6 +158,7 @@ func (g *Gate) SetPlaying(playing bool) {
 	g.playing = playing
 	if playing {
 		g.override = false
+		g.started = g.now()
 		return
 	}
 	if g.override {
@@ -151,6 +201,11 @@ func (g *Gate) State() GateState {
 func (g *Gate) stateLocked() GateState {
 	switch {
 	case g.mode == FullDuplex:
+		return Listening
+	case g.mode == EchoCancel:
+		if g.playing && !g.override && g.now().Before(g.started.Add(g.onset)) {
+			return Gated
+		}
 		return Listening
 	case g.playing && g.override:
 		return BargedIn

@@ -98,6 +98,41 @@ func TestGate(t *testing.T) {
 			},
 			passed: 3, dropped: 1,
 		},
+		{
+			name: "echo-cancel gates a reply's onset, then passes while the agent plays",
+			ops: []op{
+				{do: "aec", state: Listening},
+				{do: "play", state: Gated},
+				{do: "wait", d: 299 * time.Millisecond, state: Gated},
+				{do: "wait", d: time.Millisecond, state: Listening},
+				{do: "wait", d: time.Second, state: Listening},
+				{do: "stop", state: Listening},
+				{do: "half", state: Holding},
+				{do: "wait", d: 300 * time.Millisecond, state: Listening},
+			},
+			passed: 5, dropped: 3,
+		},
+		{
+			name: "barge-in opens echo-cancel's onset",
+			ops: []op{
+				{do: "aec", state: Listening},
+				{do: "play", state: Gated},
+				{do: "barge", state: Listening},
+				{do: "stop", state: Listening},
+				{do: "play", state: Gated},
+			},
+			passed: 3, dropped: 2,
+		},
+		{
+			name: "switching to echo-cancel mid-reply opens the mic after the onset",
+			ops: []op{
+				{do: "play", state: Gated},
+				{do: "wait", d: 300 * time.Millisecond, state: Gated},
+				{do: "aec", state: Listening},
+				{do: "stop", state: Listening},
+			},
+			passed: 2, dropped: 2,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,6 +152,8 @@ func TestGate(t *testing.T) {
 						g.SetMode(FullDuplex)
 					case "half":
 						g.SetMode(HalfDuplex)
+					case "aec":
+						g.SetMode(EchoCancel)
 					}
 					if got := g.State(); got != o.state {
 						t.Fatalf("op %d (%s): state %v, want %v", i, o.do, got, o.state)
@@ -148,4 +185,41 @@ func TestGateCustomHold(t *testing.T) {
 			t.Fatal("gated after a 50 ms hold")
 		}
 	})
+}
+
+func TestGateNoOnset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGate(GateConfig{Mode: EchoCancel, Onset: -1})
+		g.SetPlaying(true)
+		if !g.Pass() {
+			t.Fatal("gated at the onset with Onset < 0")
+		}
+	})
+}
+
+func TestParseMode(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Mode
+		wantErr bool
+	}{
+		{"", HalfDuplex, false},
+		{"half", HalfDuplex, false},
+		{"headphones", FullDuplex, false},
+		{"Full-Duplex", FullDuplex, false},
+		{"echo-cancel", EchoCancel, false},
+		{" aec ", EchoCancel, false},
+		{"speaker", HalfDuplex, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseMode(tt.in)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("ParseMode(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+		if err == nil {
+			if back, _ := ParseMode(got.String()); back != got {
+				t.Errorf("ParseMode(%v.String()) = %v", got, back)
+			}
+		}
+	}
 }

@@ -171,14 +171,15 @@ func (p *Player) Read(out []int16) int {
 }
 
 // Flush is barge-in: it empties the ring at once and returns the item
-// that was playing and the milliseconds of it heard (what Read handed to
-// the device less the output latency); ok is false when nothing was
-// queued. Pass them to voice.Session.InterruptItem.
+// that was playing and the milliseconds of it heard: all that Read handed
+// to the device, since the device plays out what it holds (its output
+// latency, 40 ms here) and the speaker falls silent after it, within
+// 100 ms; ok is false when nothing was queued. Pass them to
+// voice.Session.InterruptItem.
 func (p *Player) Flush() (itemID string, heardMS int, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	itemID, heardMS, ok = p.track.Heard()
-	heardMS = max(0, heardMS-int(p.latency/time.Millisecond))
 	p.track.Flush()
 	p.stats.Flushed += uint64(p.n)
 	p.r, p.n = 0, 0
@@ -191,11 +192,18 @@ func (p *Player) Flush() (itemID string, heardMS int, ok bool) {
 }
 
 // SetOutputLatency is how far audio handed to the device runs ahead of
-// what is heard (the device layer reports it); Flush subtracts it.
+// what is heard (the device layer reports it): OutputLatency tells the UI.
 func (p *Player) SetOutputLatency(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.latency = d
+}
+
+// OutputLatency is what SetOutputLatency set.
+func (p *Player) OutputLatency() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.latency
 }
 
 // Playing reports whether a reply is queued or playing.

@@ -170,3 +170,115 @@ func TestSegmentMatch(t *testing.T) {
 		})
 	}
 }
+
+// locate finds ref in rec from its first probe samples (a short probe
+// keeps the every-lag search cheap), then scores all of ref at that lag.
+func locate(rec, ref []int16, probe int) (lag int, score float64) {
+	lag, _ = crossCorrelate(rec, ref[:min(probe, len(ref))])
+	if lag < 0 {
+		return -1, 0
+	}
+	w := rec[lag:min(len(rec), lag+len(ref))]
+	var dot, a, b float64
+	for i, v := range w {
+		x, y := float64(v), float64(ref[i])
+		dot, a, b = dot+x*y, a+x*x, b+y*y
+	}
+	if a == 0 || b == 0 {
+		return lag, 0
+	}
+	if len(w) < len(ref) { // cut short: the rest counts as missing
+		for _, v := range ref[len(w):] {
+			b += float64(v) * float64(v)
+		}
+	}
+	return lag, dot / math.Sqrt(a*b)
+}
+
+func TestLocate(t *testing.T) {
+	ref := chirp(9000, 200, 3000, 0.5)
+	tests := []struct {
+		name     string
+		lead     int
+		cut      int // samples of ref missing at its end in rec
+		damage   bool
+		minScore float64
+		maxScore float64
+	}{
+		{"whole", 1234, 0, false, 0.999, 1},
+		{"cut short", 50, 4500, false, 0.5, 0.8},
+		{"damaged after the probe", 700, 0, true, 0.3, 0.9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := make([]int16, tt.lead, tt.lead+len(ref))
+			rec = append(rec, ref[:len(ref)-tt.cut]...)
+			if tt.damage {
+				for i := tt.lead + 3000; i < tt.lead+6000; i++ {
+					rec[i] = 0
+				}
+			}
+			lag, score := locate(rec, ref, 1200)
+			if lag != tt.lead || score < tt.minScore || score > tt.maxScore {
+				t.Errorf("locate = %d, %.3f; want %d, score in [%.2f, %.2f]", lag, score, tt.lead, tt.minScore, tt.maxScore)
+			}
+		})
+	}
+}
+
+// squeeze drops every run of two or more zero samples from rec: the
+// silence a device underflow inserts into a recording (and the silence
+// around the audio), so what remains can be compared sample for sample
+// with a signal that has no two zeros in a row (a scripted reply's ramp,
+// after its first sample).
+func squeeze(rec []int16) []int16 {
+	out := make([]int16, 0, len(rec))
+	for i, v := range rec {
+		if v == 0 && ((i > 0 && rec[i-1] == 0) || (i+1 < len(rec) && rec[i+1] == 0)) {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// fromRamp is the reply's ramp as squeeze leaves it in a recording that
+// starts at the ramp: its first sample (0) is dropped, or kept when
+// nothing precedes it.
+func fromRamp(rec []int16) []int16 {
+	out := squeeze(rec)
+	if len(out) > 0 && out[0] == 0 {
+		out = out[1:]
+	}
+	return out
+}
+
+// mismatches compares want with got from the start, sample for sample:
+// how many differ, counting what got lacks.
+func mismatches(got, want []int16) int {
+	n := max(0, len(want)-len(got))
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			n++
+		}
+	}
+	return n
+}
+
+func TestSqueeze(t *testing.T) {
+	tests := []struct {
+		in, want []int16
+	}{
+		{nil, []int16{}},
+		{[]int16{0, 0, 0, 1, 2, 0, 3, 0, 0, 4, 0}, []int16{1, 2, 0, 3, 4, 0}},
+		{[]int16{0, 5, 0, 0}, []int16{0, 5}},
+	}
+	for _, tt := range tests {
+		if got := squeeze(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("squeeze(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+	if n := mismatches([]int16{1, 2, 9}, []int16{1, 2, 3, 4}); n != 2 {
+		t.Errorf("mismatches = %d, want 2", n)
+	}
+}

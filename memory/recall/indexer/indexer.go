@@ -298,6 +298,16 @@ func (ix *Indexer) CatchUp(ctx context.Context) error {
 	return nil
 }
 
+// Prepare resets the index when its vectors or lexical terms came from
+// another embedder or tokenizer, as CatchUp does first: what is stored
+// beside the journal's documents (knowledge notes) is stored after it, so
+// that a reset does not drop it.
+func (ix *Indexer) Prepare(ctx context.Context) error {
+	ix.scan.Lock()
+	defer ix.scan.Unlock()
+	return ix.checkEmbedder(ctx)
+}
+
 // checkEmbedder resets the index when its vectors came from another
 // embedder, or its lexical terms from another tokenizer: vectors of two
 // models, or terms of two tokenizers, never mix.

@@ -44,6 +44,7 @@ func RunIndexConformance(t *testing.T, open func(t *testing.T, dim int) recall.I
 		{"LexicalSharedTokenizer", s.lexicalTokenizer},
 		{"LexicalEmptyQuery", s.lexicalEmpty},
 		{"Filters", s.filters},
+		{"Knowledge", s.knowledge},
 		{"VectorCosine", s.vectorCosine},
 		{"VectorDimension", s.vectorDimension},
 		{"VectorCountMismatch", s.vectorCountMismatch},
@@ -494,6 +495,58 @@ func (s *suite) filters(t *testing.T) {
 		{"window in another zone", recall.Filter{Since: base.Add(day).UTC(), Until: base.Add(3 * day).In(time.FixedZone("Y", -5*3600))}, []string{"t2", "t3"}},
 		{"combined", recall.Filter{Kinds: []string{recall.KindTurn}, Session: "s1", Roles: []string{"agent"}}, []string{"t2"}},
 		{"empty window", recall.Filter{Since: base.Add(day), Until: base.Add(day)}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := sorted(lexicalIDs(t, ix, "shared topic", 10, tt.f))
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Lexical mismatch (-want +got):\n%s", diff)
+			}
+			got = sorted(vectorIDs(t, ix, vec(ConformanceDim, 1), 10, tt.f))
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Vector mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// knowledge: sections of knowledge notes live beside turns, their status
+// as role, their path as channel, their confidence as salience; a roles
+// filter that names statuses narrows notes by status in the same search
+// as turns by speaker.
+func (s *suite) knowledge(t *testing.T) {
+	ix := s.index(t, ConformanceDim)
+	note := func(id, status, path string, conf float32) recall.Doc {
+		return recall.Doc{ID: id, Kind: recall.KindKnowledge, Role: status, Mode: "text", Channel: path,
+			Text: "## Home\nshared topic " + id, Context: "About the owner", TS: base, Salience: conf}
+	}
+	docs := []recall.Doc{
+		doc("t1", "shared topic t1"),
+		note("note:A#0", "active", "knowledge/people/ana.md", 0.9),
+		note("note:A#1", "active", "knowledge/people/ana.md", 0.9),
+		note("note:B#0", "superseded", "knowledge/people/old.md", 0.5),
+	}
+	vecs := make([][]float32, len(docs))
+	for i := range vecs {
+		vecs[i] = vec(ConformanceDim, 1, float32(i)/10)
+	}
+	upsert(t, ix, docs, vecs)
+	got, err := ix.Docs(context.Background(), []string{"note:A#1", "note:B#0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]recall.Doc{docs[2], docs[3]}, got, cmpopts.EquateApproxTime(time.Millisecond)); diff != "" {
+		t.Errorf("Docs (-want +got):\n%s", diff)
+	}
+	tests := []struct {
+		name string
+		f    recall.Filter
+		want []string
+	}{
+		{"active notes", recall.Filter{Kinds: []string{recall.KindKnowledge}, Roles: []string{"active"}}, []string{"note:A#0", "note:A#1"}},
+		{"every note", recall.Filter{Kinds: []string{recall.KindKnowledge}}, []string{"note:A#0", "note:A#1", "note:B#0"}},
+		{"turns and active notes", recall.Filter{Roles: []string{"user", "agent", "tool", "active"}}, []string{"note:A#0", "note:A#1", "t1"}},
+		{"turns only", recall.Filter{Kinds: []string{recall.KindTurn}}, []string{"t1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

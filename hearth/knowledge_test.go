@@ -1,0 +1,86 @@
+package hearth_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mnemo/mnemo/data"
+	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/journal"
+	"github.com/mnemo/mnemo/memory/vault"
+)
+
+// knowMemory is a Memory that records the vault files it is told of.
+type knowMemory struct {
+	fakeMemory
+	mu    sync.Mutex
+	calls [][]string
+}
+
+func (m *knowMemory) Knowledge(_ context.Context, paths []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, slices.Clone(paths))
+	return nil
+}
+
+func (m *knowMemory) told() [][]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.calls)
+}
+
+// TestVaultWritesReachRecall: an applied write tells memory which files
+// it wrote, and an owner's edit committed before a write is told too, so
+// that recall indexes them before the write returns.
+func TestVaultWritesReachRecall(t *testing.T) {
+	dir := t.TempDir()
+	root, err := memory.Open(t.Context(), dir, data.Defaults(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := vault.Open(t.Context(), dir, data.Vault(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := journal.Open(root.ThreadsDir(), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	mem := &knowMemory{}
+	h := runCore(t, hearth.Config{Journal: j, Vault: v, Memory: mem, ShutdownGrace: 5 * time.Second})
+
+	const p = "knowledge/projects/mnemo.md"
+	out, err := h.Propose(t.Context(), noteProposal(p, "project", "mnemo keeps its vault under git with one commit per write"))
+	if err != nil || out.Decision != hearth.DecisionApplied {
+		t.Fatalf("outcome %+v, %v; want applied", out, err)
+	}
+	if got := mem.told(); len(got) != 1 || !slices.Contains(got[0], p) {
+		t.Fatalf("memory was told %q, want the note written", got)
+	}
+
+	// The owner edits the note by hand; the next write commits the edit
+	// first and tells memory of both.
+	b, err := os.ReadFile(filepath.Join(dir, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, p), append(b, "\nEdited by hand.\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const q = "knowledge/projects/hearth.md"
+	if _, err := h.Propose(t.Context(), noteProposal(q, "project", "hearth serves every client over one commit path")); err != nil {
+		t.Fatal(err)
+	}
+	got := mem.told()
+	if len(got) != 3 || !slices.Contains(got[1], p) || !slices.Contains(got[2], q) {
+		t.Errorf("memory was told %q, want the note, the owner's edit of it, then the second note", got)
+	}
+}
