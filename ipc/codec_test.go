@@ -107,6 +107,7 @@ var samples = []struct {
 	{ipc.TypeVaultPurged, &ipc.VaultPurged{Layer: "knowledge", Removed: 12, Commit: "4f1c2d", CommitFailed: true, Ref: "p1"}},
 	{ipc.TypeVaultExport, &ipc.VaultExport{Path: "/home/ana/mnemo.tar.gz", Ref: "e1"}},
 	{ipc.TypeVaultExported, &ipc.VaultExported{Path: "/home/ana/mnemo.tar.gz", Bytes: 48213, Files: 31, Notes: []string{"threads/x: a symbolic link, not exported"}, Ref: "e1"}},
+	{ipc.TypeShutdown, &ipc.Shutdown{Ref: "s1"}},
 }
 
 var prop1 = ipc.Proposal{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Op: "create", Path: "knowledge/prefs/coffee.md", Reason: "the owner said so",
@@ -126,6 +127,7 @@ var allTypes = []string{
 	ipc.TypeProposals, ipc.TypeProposal, ipc.TypeProposalList, ipc.TypeProposalDecide, ipc.TypeProposalDecided,
 	ipc.TypeVaultRead, ipc.TypeVaultFile, ipc.TypeVaultWrite, ipc.TypeVaultList, ipc.TypeVaultNotes, ipc.TypeVaultHistory, ipc.TypeVaultChanges,
 	ipc.TypeVaultPurge, ipc.TypeVaultPurged, ipc.TypeVaultExport, ipc.TypeVaultExported,
+	ipc.TypeShutdown,
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {

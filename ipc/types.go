@@ -525,6 +525,9 @@ type IndexHealth struct {
 	// keywords over the journal and no memories are injected. Failing says
 	// whether hearth keeps retrying.
 	Unavailable bool `json:"unavailable,omitempty"`
+	// Note says why recall is lexical only though it was not configured
+	// to be (no word vectors where hearth looked), with the fix.
+	Note string `json:"note,omitempty"`
 	// Ready says recall is open and has caught up with the journal as it
 	// stood when recall opened; until then searches may use keywords.
 	Ready bool `json:"ready,omitempty"`
@@ -793,6 +796,8 @@ func newMsg(typ string) Msg {
 		return new(ProposalDecide)
 	case TypeProposalDecided:
 		return new(ProposalDecided)
+	case TypeShutdown:
+		return new(Shutdown)
 	}
 	return newVaultMsg(typ)
 }

@@ -206,6 +206,10 @@ type IndexHealth struct {
 	// Unavailable, failed attempts to open the backend.
 	Failures int
 	Failing  string
+	// Note says why recall is lexical only when it was not configured to
+	// be (the default word vectors were not found), with the fix; safe to
+	// show.
+	Note string
 	// Searches counts the searches (not the memory blocks injected into
 	// turns) each path answered since start.
 	Searches SearchCounts

@@ -551,6 +551,9 @@ func printHealth(w io.Writer, server string, m *ipc.HealthReport) {
 		if ix.Failing != "" {
 			fmt.Fprintf(w, "recall: %s (%d failures)\n", ix.Failing, ix.Failures)
 		}
+		if ix.Note != "" {
+			fmt.Fprintf(w, "recall: %s\n", ix.Note)
+		}
 	}
 	if v := m.Vault; v != nil && v.Uncommitted > 0 {
 		fmt.Fprintf(w, "vault: %s saved but not committed to git yet (since %s): %s; hearth retries\n",

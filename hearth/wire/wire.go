@@ -51,7 +51,11 @@ type Options struct {
 	Watch hearth.WatchOptions
 	// Health, when set, adds the door's own counters to a health report.
 	Health func(*ipc.HealthReport)
-	Log    *slog.Logger
+	// Shutdown, when set, asks hearth to shut down gracefully (the
+	// daemon's signal path); Owner says whether this client may ask.
+	Shutdown func()
+	Owner    bool
+	Log      *slog.Logger
 }
 
 // Session is one v1 client over the core: its subscription and the
@@ -204,6 +208,8 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.vaultExport(m)
 	case *ipc.Health:
 		s.reply(s.health(m.Ref))
+	case *ipc.Shutdown:
+		s.shutdown(m)
 	case *ipc.Disconnect:
 		return false
 	case *ipc.Connect:
@@ -212,6 +218,20 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.reply(&ipc.Error{Code: ipc.CodeBadRequest, Message: fmt.Sprintf("%q is sent by hearth, not by clients", m.Type())})
 	}
 	return true
+}
+
+// shutdown asks hearth to stop when the owner asks and hearth can be
+// stopped so; every client then gets the shutting_down farewell.
+func (s *Session) shutdown(m *ipc.Shutdown) {
+	switch {
+	case s.opts.Shutdown == nil:
+		s.reply(&ipc.Error{Code: ipc.CodeUnavailable, Message: "this hearth cannot be stopped by a client", Ref: m.Ref})
+	case !s.opts.Owner:
+		s.reply(&ipc.Error{Code: ipc.CodeForbidden, Message: "only the owner may stop hearth", Ref: m.Ref})
+	default:
+		s.log.Info("a client asked hearth to shut down")
+		s.opts.Shutdown()
+	}
 }
 
 // BadLine answers a line that did not decode; the connection stays open.
@@ -548,6 +568,7 @@ func (s *Session) health(ref string) *ipc.HealthReport {
 			Backend: ix.Backend, Embedder: ix.Embedder, Indexed: ix.IndexedSinceStart, LagMS: ix.Lag.Milliseconds(),
 			Failures: ix.Failures, Failing: ix.Failing, Unavailable: ix.Unavailable, Ready: ix.Ready,
 			RecallSearches: ix.Searches.Recall, KeywordSearches: ix.Searches.Keyword,
+			Note: ix.Note,
 		}
 	}
 	if v := h.Vault; v != nil {
