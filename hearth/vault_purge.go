@@ -119,7 +119,7 @@ func (h *Hearth) PurgeLayer(ctx context.Context, req PurgeRequest) (PurgeResult,
 	}
 	out.Removed, out.Commit = len(res.Paths), res.Commit
 	for _, p := range queued {
-		h.publish(&ProposalDecided{ProposalOutcome: ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: "purged by the owner"}, By: ByOwner})
+		h.decidedLocked(ctx, ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: "purged by the owner", Commit: out.Commit}, ByOwner)
 	}
 	h.log.Info("purge", "layer", req.Layer, "files", out.Removed, "commit", out.Commit)
 	return out, nil
@@ -130,7 +130,7 @@ func (h *Hearth) PurgeLayer(ctx context.Context, req PurgeRequest) (PurgeResult,
 func (h *Hearth) purgeThreads(ctx context.Context) (int, error) {
 	var ids []string
 	err := h.cfg.Journal.ScanAfter(ctx, "", func(r journal.Record) error {
-		if !r.IsTombstone() && !r.Redacted {
+		if r.IsTurn() && !r.Redacted {
 			ids = append(ids, r.ID)
 		}
 		return nil

@@ -231,8 +231,8 @@ func (m *Memory) Search(ctx context.Context, req memory.SearchRequest) ([]memory
 // scanJournal visits every journal record as a hit's provenance.
 func (m *Memory) scanJournal(ctx context.Context, fn func(memory.Hit) error) error {
 	return m.o.Journal.Scan(ctx, func(r journal.Record) error {
-		if r.IsTombstone() {
-			return nil
+		if !r.IsTurn() {
+			return nil // a tombstone or a decision
 		}
 		return fn(Provenance(r, m.o.Session))
 	})
