@@ -78,7 +78,7 @@ func (h *Hearth) PurgeLayer(ctx context.Context, req PurgeRequest) (PurgeResult,
 			h.log.Error("purge: rebuild the index", "err", err)
 			return out, &Problem{Code: CodeInternal, Message: "hearth could not rebuild the index; details are in hearth's log"}
 		}
-		h.log.Info("purge: the index is dropped and rebuilds from the journal", "reason", reason)
+		h.log.Info("purge: the index is dropped and rebuilds from the journal and the notes in the background", "reason", reason)
 		return out, nil
 	case LayerKnowledge, LayerSummaries, LayerProposals:
 	default:
