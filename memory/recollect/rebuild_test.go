@@ -9,6 +9,7 @@ import (
 	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/recall"
 	"github.com/mnemo/mnemo/memory/recall/embedded"
+	"github.com/mnemo/mnemo/memory/vault"
 )
 
 // TestRebuildIndex: RebuildIndex drops the index (a document the journal
@@ -22,11 +23,14 @@ func TestRebuildIndex(t *testing.T) {
 			journal.Record{Role: memory.RoleUser, Text: "we planted tomatoes"},
 			journal.Record{Role: memory.RoleAgent, Text: "tomatoes like sun"},
 		)
-		m := New(Options{Journal: j, Session: session, Settings: Settings{Embedder: "none"}, Log: testLog(t)})
+		root := t.TempDir()
+		writeNote(t, root, "knowledge/people/ana.md", note(vault.NewNoteID(), "active", 0.9, "## Garden\n\nAna grows tomatoes.\n"))
+		m := New(Options{Root: root, Journal: j, Session: session, Settings: Settings{Embedder: "none"}, Log: testLog(t)})
 		// A note's section no vault holds (this memory has no root).
 		ghost := recall.Doc{ID: "note:ghost#0", Kind: recall.KindKnowledge, Role: memory.StatusActive, Mode: "text", Channel: "knowledge/ghost.md", Text: "tomatoes from nowhere", TS: recs[0].TS}
 		gate := make(chan struct{}, 2)
 		gate <- struct{}{} // the first catch-up's one batch
+		gate <- struct{}{} // the note
 		m.opener = func(context.Context) (*system, error) {
 			return newSystem(&gatedIndex{Index: openIndex(t), gate: gate}, nil, "embedded", m.o), nil
 		}
@@ -52,8 +56,8 @@ func TestRebuildIndex(t *testing.T) {
 		if err := m.rs.index.(*gatedIndex).Index.Upsert(t.Context(), []recall.Doc{ghost}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if n := count(); n != 3 {
-			t.Fatalf("the index holds %d documents before, want the two turns and the stray one", n)
+		if n := count(); n != 4 {
+			t.Fatalf("the index holds %d documents before, want the two turns, the note and the stray one", n)
 		}
 
 		if err := m.RebuildIndex(t.Context()); err != nil {
@@ -65,7 +69,7 @@ func TestRebuildIndex(t *testing.T) {
 			t.Errorf("health while rebuilding = %+v, want rebuilding, not ready", h)
 		}
 		hits, err := m.Search(t.Context(), memory.SearchRequest{Query: "tomatoes", K: 5})
-		if err != nil || len(hits) != 2 || m.Health().Searches.Keyword != 1 {
+		if err != nil || len(hits) != 2 || hits[0].Kind != memory.KindTurn || m.Health().Searches.Keyword != 1 {
 			t.Errorf("search while rebuilding = %+v, %v (%+v), want the journal's two turns by keywords", hits, err, m.Health().Searches)
 		}
 		if err := m.RebuildIndex(t.Context()); err != nil {
@@ -73,16 +77,17 @@ func TestRebuildIndex(t *testing.T) {
 		}
 
 		gate <- struct{}{}
+		gate <- struct{}{}
 		synctest.Wait()
 		if h := m.Health(); h.Rebuilding || !h.Ready || h.IndexedSinceStart != 4 {
 			t.Errorf("health after = %+v, want ready, 4 documents indexed since start", h)
 		}
 		hits, err = m.Search(t.Context(), memory.SearchRequest{Query: "tomatoes", K: 5})
-		if err != nil || len(hits) != 2 {
-			t.Errorf("search after = %+v, %v, want the two turns, not the dropped document", hits, err)
+		if err != nil || len(hits) != 3 {
+			t.Errorf("search after = %+v, %v, want the two turns and the note, not the dropped document", hits, err)
 		}
-		if n := count(); n != 2 {
-			t.Errorf("the index holds %d documents after, want the two turns", n)
+		if n := count(); n != 3 {
+			t.Errorf("the index holds %d documents after, want the two turns and the note", n)
 		}
 	})
 }

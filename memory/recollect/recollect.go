@@ -222,6 +222,9 @@ func (m *Memory) rebuildIndex(ctx context.Context, rs *system) {
 		m.log.Error("recall: could not reset the index; it is kept as it was", "err", err)
 		return
 	}
+	if rs.know != nil {
+		rs.know.reset()
+	}
 	if err := rs.indexer.CatchUp(ctx); err != nil {
 		m.log.Warn("recall: the rebuild stopped short; the indexer goes on from where it got", "err", err)
 		return
