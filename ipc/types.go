@@ -531,6 +531,9 @@ type IndexHealth struct {
 	// Ready says recall is open and has caught up with the journal as it
 	// stood when recall opened; until then searches may use keywords.
 	Ready bool `json:"ready,omitempty"`
+	// Rebuilding says the index was dropped (mnemo memory purge index)
+	// and is being rebuilt; search uses keywords until it is done.
+	Rebuilding bool `json:"rebuilding,omitempty"`
 	// Searches counts searches answered by recall and by the keyword
 	// fallback since hearth started.
 	RecallSearches  int `json:"recall_searches,omitempty"`

@@ -198,6 +198,10 @@ type IndexHealth struct {
 	// as it stood when recall opened, so that a search finds every turn
 	// stored before then.
 	Ready bool
+	// Rebuilding: the index was dropped on the owner's request and is
+	// being rebuilt from the journal and the vault's notes; search uses
+	// keywords meanwhile, and IndexedSinceStart counts the progress.
+	Rebuilding bool
 	// IndexedSinceStart counts the documents this process indexed.
 	IndexedSinceStart int
 	// Lag is how far the index is behind the journal.

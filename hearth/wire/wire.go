@@ -566,7 +566,7 @@ func (s *Session) health(ref string) *ipc.HealthReport {
 	if ix := h.Index; ix != nil && !ix.Opening {
 		r.Index = &ipc.IndexHealth{
 			Backend: ix.Backend, Embedder: ix.Embedder, Indexed: ix.IndexedSinceStart, LagMS: ix.Lag.Milliseconds(),
-			Failures: ix.Failures, Failing: ix.Failing, Unavailable: ix.Unavailable, Ready: ix.Ready,
+			Failures: ix.Failures, Failing: ix.Failing, Unavailable: ix.Unavailable, Ready: ix.Ready, Rebuilding: ix.Rebuilding,
 			RecallSearches: ix.Searches.Recall, KeywordSearches: ix.Searches.Keyword,
 			Note: ix.Note,
 		}
