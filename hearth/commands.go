@@ -25,13 +25,23 @@ func (h *Hearth) Send(ref, content string) error {
 // stored with mode voice, in order with messages, and not answered: the
 // voice session answers it.
 func (h *Hearth) AddTranscript(ref, role, text string) error {
+	return h.addTranscript(ref, role, text, false)
+}
+
+// AddCutTranscript is AddTranscript for an agent turn cut short whose
+// heard text never came: it is stored marked incomplete.
+func (h *Hearth) AddCutTranscript(ref, role, text string) error {
+	return h.addTranscript(ref, role, text, true)
+}
+
+func (h *Hearth) addTranscript(ref, role, text string, incomplete bool) error {
 	if role != memory.RoleUser && role != memory.RoleAgent {
 		return &Problem{Code: CodeBadRequest, Message: `transcript role must be "user" or "agent"`, Ref: ref}
 	}
 	if strings.TrimSpace(text) == "" {
 		return &Problem{Code: CodeBadRequest, Message: "transcript text is empty", Ref: ref}
 	}
-	return h.enqueue(h.conv, turnReq{ref: ref, rec: journal.Record{Role: role, Text: text, Mode: memory.ModeVoice}})
+	return h.enqueue(h.conv, turnReq{ref: ref, rec: journal.Record{Role: role, Text: text, Mode: memory.ModeVoice, Incomplete: incomplete}})
 }
 
 // enqueue takes req into c's queue, or refuses it: a full queue, or a

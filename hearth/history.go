@@ -50,9 +50,9 @@ func (h *Hearth) History(ctx context.Context, q HistoryQuery) (HistoryPage, erro
 }
 
 func (h *Hearth) history(ctx context.Context, q HistoryQuery) (HistoryPage, error) {
-	// The journal's scan is its live view plus the tombstones, which are
-	// not turns.
-	match := func(r journal.Record) bool { return !r.IsTombstone() && !r.TS.Before(q.Since) }
+	// The journal's scan is its live view plus the tombstones and the
+	// decisions, which are not turns.
+	match := func(r journal.Record) bool { return r.IsTurn() && !r.TS.Before(q.Since) }
 	if q.After == "" && q.Since.IsZero() && q.Limit > 0 && q.Limit <= MaxHistoryPage {
 		// The common case, `mnemo history -n N`: read back from the end.
 		recs, err := h.cfg.Journal.Tail(q.Limit)

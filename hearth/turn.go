@@ -161,6 +161,7 @@ func (h *Hearth) budget() ContextBudget {
 func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref string, sess *session) {
 	h.setState(c, StateThinking, "")
 	defer h.setState(c, StateIdle, "")
+	start := time.Now()
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -219,13 +220,17 @@ func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref st
 		then = append(then, turnError(ref, err))
 	}
 	// The reply is stored even when the turn was cancelled or hearth stops.
-	_, cerr := h.commit(context.WithoutCancel(ctx), c, rec, func(r journal.Record) Event {
+	stored, cerr := h.commit(context.WithoutCancel(ctx), c, rec, func(r journal.Record) Event {
 		done := &ReplyDone{Record: r, Model: rec.Model}
 		if res.Usage != (llm.Usage{}) {
 			done.Usage = &Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
 		}
 		return done
 	}, then...)
+	// One line per turn: which request, how long, how many tokens.
+	h.log.Info("turn", "ref", ref, "id", stored.ID, "provider", model.Name(), "model", rec.Model,
+		"ms", time.Since(start).Milliseconds(), "input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
+		"incomplete", rec.Incomplete)
 	if cerr != nil {
 		h.publish(&Problem{Code: CodeInternal, Message: "hearth could not store the reply", Ref: ref})
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/vault"
 )
 
@@ -153,7 +154,7 @@ func (h *Hearth) Propose(ctx context.Context, p vault.Proposal) (ProposalOutcome
 	default:
 		out.Decision = DecisionRejected
 		h.rejectLocked(ctx, &p, DecidedByPolicy, d.Why)
-		h.publish(&ProposalDecided{ProposalOutcome: out, By: DecidedByPolicy})
+		h.decidedLocked(ctx, out, DecidedByPolicy)
 		return out, nil
 	}
 }
@@ -226,7 +227,7 @@ func (h *Hearth) DecideProposal(ctx context.Context, id string, d ProposalDecisi
 		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not remove that proposal"}
 	}
 	out := ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: why}
-	h.publish(&ProposalDecided{ProposalOutcome: out, By: by})
+	h.decidedLocked(ctx, out, by)
 	return out, nil
 }
 
@@ -327,8 +328,28 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 		return ProposalOutcome{}, &Problem{Code: CodeInternal, Message: "hearth could not write the memory; details are in hearth's log"}
 	}
 	h.knowledge(ctx, res.Paths)
-	h.publish(&ProposalDecided{ProposalOutcome: out, By: by})
+	h.decidedLocked(ctx, out, by)
 	return out, nil
+}
+
+// decidedLocked journals a proposal's decision and tells every
+// subscriber; commitMu is held, so the record is in journal order with
+// every other commit. The vault's ledger and git hold the decision
+// already (or the keeper commits it late): they are its truth, and the
+// journal's record, written after them, is the conversation's account of
+// it. A crash in between leaves the decision in the vault without its
+// record, never a record of a decision the vault does not hold. A
+// record the journal cannot take is logged; the decision stands.
+func (h *Hearth) decidedLocked(ctx context.Context, out ProposalOutcome, by string) {
+	d := journal.Decision{Proposal: out.ID, Path: out.Path, Verdict: out.Decision, Why: out.Why, Commit: out.Commit}
+	rec, err := h.cfg.Journal.Append(context.WithoutCancel(ctx), journal.DecisionRecord(d, by))
+	switch {
+	case err != nil:
+		h.log.Warn("vault: the decision is in the ledger but not in the journal", "proposal", out.ID, "decision", out.Decision, "err", err)
+	case h.cfg.Memory != nil:
+		h.cfg.Memory.Notify(rec.ID)
+	}
+	h.publish(&ProposalDecided{ProposalOutcome: out, By: by})
 }
 
 // dropQueued removes the proposal id from the inbox, if it is there.

@@ -78,7 +78,7 @@ func (h *Hearth) PurgeLayer(ctx context.Context, req PurgeRequest) (PurgeResult,
 			h.log.Error("purge: rebuild the index", "err", err)
 			return out, &Problem{Code: CodeInternal, Message: "hearth could not rebuild the index; details are in hearth's log"}
 		}
-		h.log.Info("purge: the index is dropped and rebuilds from the journal", "reason", reason)
+		h.log.Info("purge: the index is dropped and rebuilds from the journal and the notes in the background", "reason", reason)
 		return out, nil
 	case LayerKnowledge, LayerSummaries, LayerProposals:
 	default:
@@ -114,7 +114,7 @@ func (h *Hearth) PurgeLayer(ctx context.Context, req PurgeRequest) (PurgeResult,
 	}
 	out.Removed, out.Commit = len(res.Paths), res.Commit
 	for _, p := range queued {
-		h.publish(&ProposalDecided{ProposalOutcome: ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: "purged by the owner"}, By: ByOwner})
+		h.decidedLocked(ctx, ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: "purged by the owner", Commit: out.Commit}, ByOwner)
 	}
 	h.log.Info("purge", "layer", req.Layer, "files", out.Removed, "commit", out.Commit)
 	return out, nil
@@ -125,7 +125,7 @@ func (h *Hearth) PurgeLayer(ctx context.Context, req PurgeRequest) (PurgeResult,
 func (h *Hearth) purgeThreads(ctx context.Context) (int, error) {
 	var ids []string
 	err := h.cfg.Journal.ScanAfter(ctx, "", func(r journal.Record) error {
-		if !r.IsTombstone() && !r.Redacted {
+		if r.IsTurn() && !r.Redacted {
 			ids = append(ids, r.ID)
 		}
 		return nil

@@ -1,13 +1,18 @@
 package hearth_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/vault"
 )
 
@@ -113,5 +118,47 @@ func TestExportFromCore(t *testing.T) {
 	}
 	if _, err := h.Export(ctx, filepath.Join(dir, "knowledge", "x.tar.gz")); err == nil {
 		t.Error("an export into the root's notes was accepted")
+	}
+}
+
+// rebuildMemory is a memory that can rebuild its index.
+type rebuildMemory struct {
+	fakeMemory
+	rebuilds atomic.Int32
+	err      error
+}
+
+func (m *rebuildMemory) RebuildIndex(context.Context) error {
+	m.rebuilds.Add(1)
+	return m.err
+}
+
+// A purge of the index layer asks a memory that can rebuild its index to
+// do it; a failure is the core's safe message.
+func TestPurgeIndex(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		wantErr bool
+	}{
+		{"rebuilds", nil, false},
+		{"fails", errors.New("disk on fire at /secret/path"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := &rebuildMemory{err: tc.err}
+			j, err := journal.Open(t.TempDir(), journal.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { j.Close() })
+			h := runCore(t, hearth.Config{Journal: j, Memory: mem, ShutdownGrace: 5 * time.Second})
+			res, err := h.PurgeLayer(t.Context(), hearth.PurgeRequest{Layer: hearth.LayerIndex})
+			if (err != nil) != tc.wantErr || mem.rebuilds.Load() != 1 || res.Layer != hearth.LayerIndex {
+				t.Fatalf("purge index = %+v, %v after %d rebuilds", res, err, mem.rebuilds.Load())
+			}
+			if err != nil && strings.Contains(err.Error(), "/secret") {
+				t.Errorf("the error leaks the cause: %v", err)
+			}
+		})
 	}
 }

@@ -38,8 +38,8 @@ var samples = []struct {
 }{
 	{ipc.TypeConnect, &ipc.Connect{Token: "s3cret", Client: "mnemo/0.1", Protocol: ipc.ProtocolVersion}},
 	{ipc.TypeMessage, &ipc.Message{Content: "hello\nworld <&>", Ref: "c1"}},
-	{ipc.TypeVoiceRequest, &ipc.VoiceRequest{}},
-	{ipc.TypeTranscript, &ipc.Transcript{Role: ipc.RoleUser, Text: "hi there", Ref: "t1"}},
+	{ipc.TypeVoiceRequest, &ipc.VoiceRequest{Ref: "vr1"}},
+	{ipc.TypeTranscript, &ipc.Transcript{Role: ipc.RoleUser, Text: "hi there", Ref: "t1", Incomplete: true}},
 	{ipc.TypeStopVoice, &ipc.StopVoice{}},
 	{ipc.TypeVoiceToolCall, &ipc.VoiceToolCall{CallID: "call_1", Name: "memory_search", Arguments: `{"query":"coffee"}`, Ref: "vt1"}},
 	{ipc.TypeVoiceToolResult, &ipc.VoiceToolResult{CallID: "call_1", Output: "no memories match", IsError: true, Ref: "vt1"}},
@@ -71,6 +71,7 @@ var samples = []struct {
 		Dialect: ipc.DialectXAI, Voice: "eve", TranscriptionModel: "grok-transcribe",
 		VAD:   &ipc.VoiceVAD{Type: ipc.VADServer, Threshold: 0.2, SilenceMS: 500, PrefixPaddingMS: 300},
 		Tools: []ipc.VoiceTool{{Name: "memory_search", Description: "search memory", Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}},
+		Ref:   "vr1",
 	}},
 	{ipc.TypeError, &ipc.Error{Code: ipc.CodeNoProvider, Message: "no model provider is configured", Ref: "c1"}},
 	{ipc.TypePong, &ipc.Pong{Ref: "p1"}},
@@ -106,6 +107,7 @@ var samples = []struct {
 	{ipc.TypeVaultPurged, &ipc.VaultPurged{Layer: "knowledge", Removed: 12, Commit: "4f1c2d", CommitFailed: true, Ref: "p1"}},
 	{ipc.TypeVaultExport, &ipc.VaultExport{Path: "/home/ana/mnemo.tar.gz", Ref: "e1"}},
 	{ipc.TypeVaultExported, &ipc.VaultExported{Path: "/home/ana/mnemo.tar.gz", Bytes: 48213, Files: 31, Notes: []string{"threads/x: a symbolic link, not exported"}, Ref: "e1"}},
+	{ipc.TypeShutdown, &ipc.Shutdown{Ref: "s1"}},
 }
 
 var prop1 = ipc.Proposal{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Op: "create", Path: "knowledge/prefs/coffee.md", Reason: "the owner said so",
@@ -125,6 +127,7 @@ var allTypes = []string{
 	ipc.TypeProposals, ipc.TypeProposal, ipc.TypeProposalList, ipc.TypeProposalDecide, ipc.TypeProposalDecided,
 	ipc.TypeVaultRead, ipc.TypeVaultFile, ipc.TypeVaultWrite, ipc.TypeVaultList, ipc.TypeVaultNotes, ipc.TypeVaultHistory, ipc.TypeVaultChanges,
 	ipc.TypeVaultPurge, ipc.TypeVaultPurged, ipc.TypeVaultExport, ipc.TypeVaultExported,
+	ipc.TypeShutdown,
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {

@@ -162,17 +162,25 @@ type Message struct {
 }
 
 // VoiceRequest asks hearth for an ephemeral realtime voice credential.
+// Ref, when set, is echoed in the VoiceCredential or the Error that
+// answers it (hearths before it leave it out).
 //
-//	{"type":"voice_request"}
-type VoiceRequest struct{}
+//	{"type":"voice_request","ref":"vr1"}
+type VoiceRequest struct {
+	Ref string `json:"ref,omitempty"`
+}
 
 // Transcript is a finished voice turn, appended to the same history.
 //
 //	{"type":"transcript","role":"user","text":"hi there"}
+//
+// Incomplete marks an agent turn cut short whose heard text never came
+// (the session closed first): Text is what was known, more than was heard.
 type Transcript struct {
-	Role string `json:"role"`
-	Text string `json:"text"`
-	Ref  string `json:"ref,omitempty"`
+	Role       string `json:"role"`
+	Text       string `json:"text"`
+	Ref        string `json:"ref,omitempty"`
+	Incomplete bool   `json:"incomplete,omitempty"`
 }
 
 // StopVoice tells hearth that the voice session ended.
@@ -334,6 +342,8 @@ type VoiceCredential struct {
 	VAD                *VoiceVAD   `json:"vad,omitempty"`
 	TranscriptionModel string      `json:"transcription_model,omitempty"`
 	Tools              []VoiceTool `json:"tools,omitempty"`
+	// Ref is the VoiceRequest's ref, echoed.
+	Ref string `json:"ref,omitempty"`
 }
 
 // Realtime dialects of VoiceCredential.Dialect.
@@ -515,9 +525,15 @@ type IndexHealth struct {
 	// keywords over the journal and no memories are injected. Failing says
 	// whether hearth keeps retrying.
 	Unavailable bool `json:"unavailable,omitempty"`
+	// Note says why recall is lexical only though it was not configured
+	// to be (no word vectors where hearth looked), with the fix.
+	Note string `json:"note,omitempty"`
 	// Ready says recall is open and has caught up with the journal as it
 	// stood when recall opened; until then searches may use keywords.
 	Ready bool `json:"ready,omitempty"`
+	// Rebuilding says the index was dropped (mnemo memory purge index)
+	// and is being rebuilt; search uses keywords until it is done.
+	Rebuilding bool `json:"rebuilding,omitempty"`
 	// Searches counts searches answered by recall and by the keyword
 	// fallback since hearth started.
 	RecallSearches  int `json:"recall_searches,omitempty"`
@@ -783,6 +799,8 @@ func newMsg(typ string) Msg {
 		return new(ProposalDecide)
 	case TypeProposalDecided:
 		return new(ProposalDecided)
+	case TypeShutdown:
+		return new(Shutdown)
 	}
 	return newVaultMsg(typ)
 }

@@ -198,6 +198,10 @@ type IndexHealth struct {
 	// as it stood when recall opened, so that a search finds every turn
 	// stored before then.
 	Ready bool
+	// Rebuilding: the index was dropped on the owner's request and is
+	// being rebuilt from the journal and the vault's notes; search uses
+	// keywords meanwhile, and IndexedSinceStart counts the progress.
+	Rebuilding bool
 	// IndexedSinceStart counts the documents this process indexed.
 	IndexedSinceStart int
 	// Lag is how far the index is behind the journal.
@@ -206,6 +210,10 @@ type IndexHealth struct {
 	// Unavailable, failed attempts to open the backend.
 	Failures int
 	Failing  string
+	// Note says why recall is lexical only when it was not configured to
+	// be (the default word vectors were not found), with the fix; safe to
+	// show.
+	Note string
 	// Searches counts the searches (not the memory blocks injected into
 	// turns) each path answered since start.
 	Searches SearchCounts

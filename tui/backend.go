@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -57,6 +58,11 @@ type Remote struct {
 	mu     sync.Mutex
 	queue  []ipc.Msg
 	client *ipc.Client // nil until the token is known
+	// queued counts Send calls, written the requests the writer is done
+	// with (sent or failed); progress is closed and replaced as written
+	// grows, for Flush.
+	queued, written uint64
+	progress        chan struct{}
 }
 
 // NewRemote returns a Remote; nothing is dialled until Run.
@@ -67,13 +73,14 @@ func NewRemote(o RemoteOptions) *Remote {
 	if o.TokenRetry <= 0 {
 		o.TokenRetry = time.Second
 	}
-	return &Remote{opts: o, wake: make(chan struct{}, 1)}
+	return &Remote{opts: o, wake: make(chan struct{}, 1), progress: make(chan struct{})}
 }
 
 // Send queues m for hearth.
 func (r *Remote) Send(m ipc.Msg) {
 	r.mu.Lock()
 	r.queue = append(r.queue, m)
+	r.queued++
 	r.mu.Unlock()
 	select {
 	case r.wake <- struct{}{}:
@@ -176,6 +183,32 @@ func (r *Remote) write(ctx context.Context, send func(tea.Msg)) {
 				r.opts.Log.Info("request not sent", "type", m.Type(), "err", err)
 				send(SendFailedMsg{Msg: m, Err: err})
 			}
+			r.mu.Lock()
+			r.written++
+			close(r.progress)
+			r.progress = make(chan struct{})
+			r.mu.Unlock()
 		}
 	}
+}
+
+// Flush waits until every request queued before it was written to the
+// connection (or failed), or ctx ends: on quit, so that what the UI sent
+// last (a voice session's stop_voice and transcripts) is not lost. It
+// needs Run to be running.
+func (r *Remote) Flush(ctx context.Context) error {
+	r.mu.Lock()
+	target := r.queued
+	for r.written < target {
+		ch := r.progress
+		r.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("requests not written: %w", context.Cause(ctx))
+		case <-ch:
+		}
+		r.mu.Lock()
+	}
+	r.mu.Unlock()
+	return nil
 }

@@ -196,3 +196,44 @@ func TestRemoteBadTokenFileIsFatal(t *testing.T) {
 		t.Errorf("no FatalMsg")
 	}
 }
+
+// TestRemoteFlush: Flush returns once every request queued before it was
+// written, so that cancelling Run right after loses none; it gives up when
+// its ctx ends.
+func TestRemoteFlush(t *testing.T) {
+	f := newFakeHearth(t, nil)
+	r := NewRemote(RemoteOptions{Addr: f.ln.Addr().String(), Token: func() (string, error) { return "tok", nil }})
+	ev := &events{ch: make(chan tea.Msg, 256)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, ev.send) }()
+	for {
+		if s, ok := ev.next(t).(*ipc.StateChange); ok && s.State == ipc.StateConnected {
+			break
+		}
+	}
+	const n = 100
+	for i := range n {
+		r.Send(&ipc.Transcript{Role: ipc.RoleUser, Text: fmt.Sprint(i), Ref: fmt.Sprint(i)})
+	}
+	r.Send(&ipc.StopVoice{})
+	fctx, fcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer fcancel()
+	if err := r.Flush(fctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	if got := f.waitGot(n + 1); got[n].Type() != ipc.TypeStopVoice {
+		t.Errorf("last request %s, want stop_voice", got[n].Type())
+	}
+
+	// Nothing writes: Flush gives up with its ctx.
+	idle := NewRemote(RemoteOptions{Addr: f.ln.Addr().String()})
+	idle.Send(&ipc.StopVoice{})
+	gone, stop := context.WithCancel(context.Background())
+	stop()
+	if err := idle.Flush(gone); !errors.Is(err, context.Canceled) {
+		t.Errorf("Flush without a writer = %v", err)
+	}
+}

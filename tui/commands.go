@@ -160,7 +160,7 @@ func (m *Model) runCommand(line string) tea.Cmd {
 	case "/voice":
 		return m.voiceCommand(arg)
 	case "/quit", "/exit":
-		return tea.Quit
+		return m.quit()
 	default:
 		m.flashErr(fmt.Sprintf("unknown command %s · /help lists them", name))
 	}

@@ -121,6 +121,7 @@ type Model struct {
 	voice       *voiceUI
 	voiceLink   *voicectl.Link
 	voiceCancel context.CancelFunc
+	quitting    bool // quit asked: waiting (voiceQuitWait at most) for voice to end
 	voiceParts  map[string]*item
 	voiceDone   map[string]bool // items stored before their live transcript arrived
 
@@ -295,6 +296,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.onMouse(msg)
 	case voiceEventMsg:
 		cmd = m.onVoiceEvent(msg)
+	case voiceQuitMsg:
+		cmd = tea.Quit
 	case voiceLevelMsg:
 		cmd = m.onVoiceLevel(msg)
 	case voiceDevicesMsg:
@@ -459,8 +462,7 @@ func (m *Model) spinner() string {
 
 func (m *Model) onKey(k tea.KeyMsg) tea.Cmd {
 	if key.Matches(k, m.keys.Quit) {
-		m.stopVoice()
-		return tea.Quit
+		return m.quit()
 	}
 	if m.overlay != overlayNone {
 		if done, cmd := m.overlayKey(k); done {

@@ -540,7 +540,10 @@ func printHealth(w io.Writer, server string, m *ipc.HealthReport) {
 		fmt.Fprintf(w, "recall: %s\n", orDefault(ix.Failing, "memory search uses keywords over the journal meanwhile (details in hearth's log)"))
 	default:
 		state := "catching up with the journal (search may use keywords meanwhile)"
-		if ix.Ready {
+		switch {
+		case ix.Rebuilding:
+			state = "rebuilding from the journal and the notes (search uses keywords meanwhile)"
+		case ix.Ready:
 			state = "ready"
 		}
 		fmt.Fprintf(w, "recall: %s index, embedder %s, %s; %d documents indexed since start, %s behind the journal\n",
@@ -550,6 +553,9 @@ func printHealth(w io.Writer, server string, m *ipc.HealthReport) {
 		}
 		if ix.Failing != "" {
 			fmt.Fprintf(w, "recall: %s (%d failures)\n", ix.Failing, ix.Failures)
+		}
+		if ix.Note != "" {
+			fmt.Fprintf(w, "recall: %s\n", ix.Note)
 		}
 	}
 	if v := m.Vault; v != nil && v.Uncommitted > 0 {

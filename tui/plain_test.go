@@ -98,6 +98,12 @@ func TestStatus(t *testing.T) {
 			absent: []string{"unavailable"},
 		},
 		{
+			name:   "rebuilding",
+			report: report(&ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec", Rebuilding: true, Indexed: 12, KeywordSearches: 1}),
+			want: first + "recall: embedded index, embedder wordvec, rebuilding from the journal and the notes (search uses keywords meanwhile); 12 documents indexed since start, 0s behind the journal\n" +
+				"recall: searches since start: 0 by recall, 1 by keywords\n",
+		},
+		{
 			name:   "unavailable, retrying",
 			report: report(&ipc.IndexHealth{Backend: "qdrant", Embedder: "wordvec", Unavailable: true, Failures: 3, Failing: retrying}),
 			want: first + "recall: unavailable: the qdrant index (embedder wordvec) could not be opened after 3 attempts; nothing is being indexed\n" +

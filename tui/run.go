@@ -78,6 +78,14 @@ func Run(ctx context.Context, o RunOptions) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { remote.Run(ctx, p.Send) })
 	_, err := p.Run()
+	if f, ok := remote.(interface{ Flush(context.Context) error }); ok {
+		// What the UI sent last (stop_voice, transcripts) reaches hearth.
+		fctx, fcancel := context.WithTimeout(ctx, voiceQuitWait)
+		if ferr := f.Flush(fctx); ferr != nil {
+			log.Warn("quit before every request reached hearth", "err", ferr)
+		}
+		fcancel()
+	}
 	cancel()
 	wg.Wait()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {

@@ -96,6 +96,27 @@ func (m *Model) stopVoice() {
 	m.flashInfo("stopping voice…")
 }
 
+// voiceQuitWait bounds how long quitting waits for the voice session to
+// end (its last transcripts and stop_voice handed to the backend).
+const voiceQuitWait = time.Second
+
+// voiceQuitMsg: the wait for voice to end on quit is over.
+type voiceQuitMsg struct{}
+
+// quit ends the program; with voice on, once the session ended (its
+// Ended event), or after voiceQuitWait.
+func (m *Model) quit() tea.Cmd {
+	if m.voice == nil {
+		return tea.Quit
+	}
+	m.stopVoice()
+	if m.quitting {
+		return nil
+	}
+	m.quitting = true
+	return m.tick(voiceQuitWait, voiceQuitMsg{})
+}
+
 // nextVoice waits for the desk's next event, off the UI goroutine.
 func nextVoice(d *voicectl.Desk) tea.Cmd {
 	return func() tea.Msg {
@@ -138,6 +159,9 @@ func (m *Model) onVoiceEvent(msg voiceEventMsg) tea.Cmd {
 				m.chat.remove(it)
 				delete(m.voiceParts, id)
 			}
+		}
+		if m.quitting {
+			return tea.Quit
 		}
 		if ev.Err != nil {
 			text := voiceError(ev.Err)

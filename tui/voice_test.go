@@ -208,3 +208,58 @@ func TestTalkKey(t *testing.T) {
 		t.Errorf("the key typed %q or sent %v", m.in.value(), be.all())
 	}
 }
+
+// TestQuitWaitsForVoice: quitting with voice on stops the session and
+// quits when it ended (its last transcripts and stop_voice are then with
+// the backend), or when voiceQuitWait is over; without voice at once.
+func TestQuitWaitsForVoice(t *testing.T) {
+	isQuit := func(cmd tea.Cmd) bool {
+		if cmd == nil {
+			return false
+		}
+		_, ok := cmd().(tea.QuitMsg)
+		return ok
+	}
+	for _, tc := range []struct {
+		name  string
+		voice bool
+		end   tea.Msg // what ends the wait
+	}{
+		{"no voice", false, nil},
+		{"session ended", true, voiceEventMsg{ev: voicectl.Ended{}}},
+		{"wait over", true, voiceQuitMsg{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hs := newHarness(t, 80, 24)
+			var desk *voicectl.Desk
+			if tc.voice {
+				desk = voicectl.New(voicectl.Config{})
+				hs.m.voice = &voiceUI{desk: desk}
+			}
+			cmd := hs.send(tea.KeyMsg{Type: tea.KeyCtrlC})
+			if !tc.voice {
+				if !isQuit(cmd) {
+					t.Fatal("quit without voice did not quit")
+				}
+				return
+			}
+			if isQuit(cmd) {
+				t.Fatal("quit with voice on did not wait for the session")
+			}
+			if !hs.m.voice.stopped {
+				t.Error("quit did not stop voice")
+			}
+			if isQuit(hs.send(tea.KeyMsg{Type: tea.KeyCtrlC})) {
+				t.Error("a second quit key did not wait either")
+			}
+			end := tc.end
+			if ev, ok := end.(voiceEventMsg); ok {
+				ev.desk = desk
+				end = ev
+			}
+			if !isQuit(hs.send(end)) {
+				t.Errorf("%T did not quit", end)
+			}
+		})
+	}
+}

@@ -34,6 +34,8 @@ const usage = `usage: hearth [flags]          serve
        hearth [flags] config   print the effective configuration and where each value came from
        hearth [flags] reindex  rebuild the recall index from the journal (stop hearth first)
        hearth [flags] stop     stop the hearth serving this memory root, and wait until it has
+       hearth service install|uninstall|status
+                               run hearth as a systemd user service (see README)
 
 Configuration comes from, in rising precedence: defaults, the file
 $XDG_CONFIG_HOME/mnemo/hearth.toml (or -config), the environment, and
@@ -50,6 +52,13 @@ func run() error {
 	}
 	flag.Parse()
 	cmd := ""
+	if flag.NArg() > 0 && flag.Arg(0) == "service" { // service.go
+		s, err := userService(os.Stdout)
+		if err != nil {
+			return err
+		}
+		return s.run(context.Background(), flag.Args()[1:])
+	}
 	switch {
 	case flag.NArg() == 1 && (flag.Arg(0) == "reindex" || flag.Arg(0) == "config" || flag.Arg(0) == "stop"):
 		cmd = flag.Arg(0)

@@ -25,10 +25,10 @@ type deviceHearth struct {
 	transcripts []string
 }
 
-func (h *deviceHearth) Transcript(_ context.Context, role, text, _ string) error {
+func (h *deviceHearth) Transcript(_ context.Context, tr voicectl.Turn) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.transcripts = append(h.transcripts, role+": "+text)
+	h.transcripts = append(h.transcripts, tr.Role+": "+tr.Text)
 	return nil
 }
 

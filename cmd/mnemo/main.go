@@ -60,6 +60,8 @@ commands:
                   proposals to review (mnemo memory lists the commands)
   status          hearth's health: agent state, model, recall index progress
   ping [-wait D]  check that hearth answers, waiting up to D
+  stop            ask hearth to shut down gracefully (the owner only)
+  doctor          check the set-up, each problem with its fix (exit 1 if any)
   export FILE     write the memory root to one .tar.gz (--root DIR: that
                   root); tar and git read it; hearth may keep running
   import FILE     restore an export into a new, empty root (--root DIR)
@@ -177,6 +179,23 @@ func run() error {
 		fmt.Print(usage)
 		return nil
 	case "tui", "chat", "status", "history", "ping", "forget", "search":
+	case "doctor": // doctor.go
+		r, gw, cerr := doctorDefaults(*root)
+		if r == "" {
+			return cerr
+		}
+		tok := func() (string, error) {
+			if *tokenFile != "" {
+				return ipc.ReadTokenFile(*tokenFile)
+			}
+			return ipc.DiscoverToken(os.Getenv)
+		}
+		return doctor(ctx, doctorEnv{clientVersion: version, token: tok, health: askHealth(o.Addr, o.Client),
+			root: r, gw: gw, free: statfsFree, now: time.Now, config: cerr}, os.Stdout)
+	case "stop": // stop.go
+		if *localMode {
+			return usagef("stop asks a running hearth to stop; with --local there is none")
+		}
 	case "export": // archive.go; needs no hearth
 		return exportRoot(ctx, args, *root, os.Stdout, os.Stderr)
 	case "import":
@@ -227,6 +246,8 @@ func run() error {
 		return memoryCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdin, os.Stdout)
 	case "search":
 		return search(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
+	case "stop":
+		return stopHearth(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	default:
 		return usagef("unknown command %q (mnemo help lists the commands)", cmd)
 	}

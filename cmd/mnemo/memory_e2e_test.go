@@ -71,6 +71,29 @@ func TestMemoryReview(t *testing.T) {
 	if r := runMnemo(t, d.Addr, token, "", "memory", "pending"); r.code != 0 || !strings.Contains(r.stdout, "no proposals wait") {
 		t.Errorf("list after: %v", r)
 	}
+	// Both decisions are journal records; mnemo history is the
+	// conversation, without them.
+	shards, _ := filepath.Glob(filepath.Join(root, "threads", "*.jsonl"))
+	var journaled []string
+	for _, s := range shards {
+		b, _ := os.ReadFile(s)
+		for _, l := range lines(string(b)) {
+			if strings.Contains(l, `"kind":"decision"`) {
+				journaled = append(journaled, l)
+			}
+		}
+	}
+	if len(journaled) != 2 || !strings.Contains(journaled[0], coffee) || !strings.Contains(journaled[0], `"verdict":"applied"`) ||
+		!strings.Contains(journaled[1], tea) || !strings.Contains(journaled[1], `"verdict":"rejected"`) {
+		t.Errorf("decision records in the journal: %q", journaled)
+	}
+	if r := runMnemo(t, d.Addr, token, "", "history", "--all"); r.code != 0 || strings.Contains(r.stdout, coffee) || strings.Contains(r.stdout, tea) || !strings.Contains(r.stdout, "black coffee") {
+		t.Errorf("history: %v\nwant the conversation without the decisions", r)
+	}
+	// The index layer drops the recall index, which rebuilds behind.
+	if r := runMnemo(t, d.Addr, token, "", "memory", "purge", "index"); r.code != 0 || !strings.Contains(r.stdout, "purged index") {
+		t.Errorf("purge index: %v", r)
+	}
 }
 
 // Every vault operation through mnemo memory against the real hearth:

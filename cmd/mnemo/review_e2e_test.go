@@ -55,8 +55,11 @@ func TestTUIReviewsProposals(t *testing.T) {
 		return strings.Contains(s, "review · 1 of 1") && strings.Contains(s, "create knowledge/prefs/tea.md") &&
 			strings.Contains(s, "knowledge/prefs/coffee.md applied (commit ")
 	})
-	if _, err := os.Stat(filepath.Join(root, "knowledge", "prefs", "coffee.md")); err != nil {
+	// Applied as the owner edited it, not as proposed.
+	if b, err := os.ReadFile(filepath.Join(root, "knowledge", "prefs", "coffee.md")); err != nil {
 		t.Errorf("the approved note: %v", err)
+	} else if !strings.Contains(string(b), "flat whites") || strings.Contains(string(b), "black coffee") {
+		t.Errorf("the approved note is not the owner's edit:\n%s", b)
 	}
 
 	tm.text(pane, "r")

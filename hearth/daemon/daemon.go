@@ -89,7 +89,12 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 		return err
 	}
 	defer s.Close()
-	door, err := ndjson.New(s.core, ndjson.Options{Token: token, Log: log})
+	// The door and the core stop together: on ctx, when the door fails
+	// (its listener broke), so that hearth does not run deaf, or when the
+	// owner asks over the protocol (mnemo stop), as SIGTERM does.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	door, err := ndjson.New(s.core, ndjson.Options{Token: token, Log: log, Shutdown: stop})
 	if err != nil {
 		return err
 	}
@@ -97,10 +102,6 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 	if rt.Ready != nil {
 		rt.Ready(ln.Addr())
 	}
-	// The door and the core stop together: on ctx, or when the door
-	// fails (its listener broke), so that hearth does not run deaf.
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
 	var wg sync.WaitGroup
 	var serveErr error
 	wg.Go(func() {

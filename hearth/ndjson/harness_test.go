@@ -40,6 +40,7 @@ type testConfig struct {
 	DropGrace        time.Duration
 	HandshakeTimeout time.Duration
 	Gate             gateOptions
+	Shutdown         func()
 
 	// Model answers every turn (Config.Models). NoModel, when Model is
 	// nil, is the error the models report instead (shown to clients).
@@ -127,6 +128,7 @@ func (c *testConfig) build() (hearth.Config, Options) {
 		DropGrace:        c.DropGrace,
 		HandshakeTimeout: c.HandshakeTimeout,
 		Gate:             c.Gate,
+		Shutdown:         c.Shutdown,
 		Log:              cfg.Log,
 	}
 }

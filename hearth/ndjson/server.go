@@ -38,7 +38,10 @@ type Options struct {
 	// Gate bounds unauthenticated connections and throttles failed
 	// handshakes; zero values take gateOptions' defaults.
 	Gate gateOptions
-	Log  *slog.Logger
+	// Shutdown, when set, is how the owner's shutdown message stops
+	// hearth gracefully (as SIGTERM does); nil refuses it.
+	Shutdown func()
+	Log      *slog.Logger
 }
 
 func (o *Options) setDefaults() {
@@ -302,8 +305,10 @@ func (s *Server) session(ctx context.Context, nc net.Conn, r *ipc.Reader, hello 
 			// leaving a peer that resumes soon the time to read why.
 			OnCut: func(error) { nc.SetWriteDeadline(time.Now().Add(s.opts.DropGrace)) },
 		},
-		Health: s.health,
-		Log:    s.log,
+		Health:   s.health,
+		Shutdown: s.opts.Shutdown,
+		Owner:    isOwner(hello),
+		Log:      s.log,
 	})
 	if err != nil {
 		refuse(nc, wire.Farewell(err))
@@ -419,6 +424,11 @@ func encode(m ipc.Msg) ([]byte, error) {
 		}
 	}
 }
+
+// isOwner says whether a client may make the owner's requests (stop
+// hearth). Today every holder of the token is the owner; this is the one
+// place to narrow it once clients have identities of their own.
+func isOwner(*ipc.Connect) bool { return true }
 
 // health adds the door's counters to a health report.
 func (s *Server) health(r *ipc.HealthReport) {

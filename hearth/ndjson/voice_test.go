@@ -111,3 +111,74 @@ func exchange(t *testing.T, addr string, reqs ...string) []string {
 	}
 	return lines
 }
+
+// TestVoiceRequestRefEchoed: the ref of a voice_request comes back on
+// what answers it, the credential or the refusal, so that a client with
+// two requests in flight tells them apart.
+func TestVoiceRequestRefEchoed(t *testing.T) {
+	srv := voicekeytest.New("xai", "xai-key")
+	defer srv.Close()
+	m, err := voicekey.New(voicekey.Settings{Provider: "xai", Key: "xai-key", BaseURL: srv.BaseURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		withVoice bool
+		want      func(ipc.Msg) bool
+	}{
+		{"credential", true, func(m ipc.Msg) bool { c, ok := m.(*ipc.VoiceCredential); return ok && c.Ref == "vr7" }},
+		{"refusal", false, func(m ipc.Msg) bool {
+			e, ok := m.(*ipc.Error)
+			return ok && e.Code == ipc.CodeNoVoiceProvider && e.Ref == "vr7"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			th := startHearth(t, "", func(c *testConfig) {
+				if tc.withVoice {
+					c.Voice = m
+				}
+			})
+			c := dial(t, th.addr)
+			if err := c.Send(&ipc.VoiceRequest{Ref: "vr7"}); err != nil {
+				t.Fatal(err)
+			}
+			got := recvUntil(t, c, func(m ipc.Msg) bool {
+				switch m.(type) {
+				case *ipc.VoiceCredential, *ipc.Error:
+					return true
+				}
+				return false
+			})
+			if last := got[len(got)-1]; !tc.want(last) {
+				t.Errorf("answer = %+v, want it with ref vr7", last)
+			}
+		})
+	}
+}
+
+// TestCutTranscriptStoredIncomplete: a transcript marked incomplete (an
+// agent turn cut short whose heard text never came) is stored and
+// published as an incomplete voice turn; a plain one is not.
+func TestCutTranscriptStoredIncomplete(t *testing.T) {
+	th := startHearth(t, "", nil)
+	c := dial(t, th.addr)
+	c.Send(&ipc.Transcript{Role: ipc.RoleAgent, Text: "the whole reply", Ref: "a1"})
+	c.Send(&ipc.Transcript{Role: ipc.RoleAgent, Text: "the reply, cut", Ref: "a2", Incomplete: true})
+	got := recvUntil(t, c, func(m ipc.Msg) bool { s, ok := m.(*ipc.TurnStored); return ok && s.Ref == "a2" })
+	want := map[string]bool{"a1": false, "a2": true}
+	seen := 0
+	for _, m := range got {
+		s, ok := m.(*ipc.TurnStored)
+		if !ok {
+			continue
+		}
+		seen++
+		if s.Turn.Mode != ipc.ModeVoice || s.Turn.Incomplete != want[s.Ref] {
+			t.Errorf("turn %s = %+v, want voice, incomplete %v", s.Ref, s.Turn, want[s.Ref])
+		}
+	}
+	if seen != 2 {
+		t.Errorf("got %d turns, want 2: %v", seen, got)
+	}
+}

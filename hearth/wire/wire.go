@@ -28,6 +28,7 @@ type Core interface {
 	Subscribe(opts hearth.WatchOptions) (*hearth.Subscription, error)
 	Send(ref, content string) error
 	AddTranscript(ref, role, text string) error
+	AddCutTranscript(ref, role, text string) error
 	Cancel(ref string) error
 	Confirm(id string, approve bool) error
 	Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
@@ -50,7 +51,11 @@ type Options struct {
 	Watch hearth.WatchOptions
 	// Health, when set, adds the door's own counters to a health report.
 	Health func(*ipc.HealthReport)
-	Log    *slog.Logger
+	// Shutdown, when set, asks hearth to shut down gracefully (the
+	// daemon's signal path); Owner says whether this client may ask.
+	Shutdown func()
+	Owner    bool
+	Log      *slog.Logger
 }
 
 // Session is one v1 client over the core: its subscription and the
@@ -162,11 +167,15 @@ func (s *Session) Handle(m ipc.Msg) bool {
 	case *ipc.Message:
 		s.refuse(s.core.Send(m.Ref, m.Content), m.Ref)
 	case *ipc.Transcript:
-		s.refuse(s.core.AddTranscript(m.Ref, m.Role, m.Text), m.Ref)
+		add := s.core.AddTranscript
+		if m.Incomplete {
+			add = s.core.AddCutTranscript
+		}
+		s.refuse(add(m.Ref, m.Role, m.Text), m.Ref)
 	case *ipc.Ping:
 		s.reply(&ipc.Pong{Ref: m.Ref})
 	case *ipc.VoiceRequest:
-		s.voice()
+		s.voice(m.Ref)
 	case *ipc.StopVoice:
 		s.core.StopVoice()
 	case *ipc.VoiceToolCall:
@@ -199,6 +208,8 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.vaultExport(m)
 	case *ipc.Health:
 		s.reply(s.health(m.Ref))
+	case *ipc.Shutdown:
+		s.shutdown(m)
 	case *ipc.Disconnect:
 		return false
 	case *ipc.Connect:
@@ -207,6 +218,20 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.reply(&ipc.Error{Code: ipc.CodeBadRequest, Message: fmt.Sprintf("%q is sent by hearth, not by clients", m.Type())})
 	}
 	return true
+}
+
+// shutdown asks hearth to stop when the owner asks and hearth can be
+// stopped so; every client then gets the shutting_down farewell.
+func (s *Session) shutdown(m *ipc.Shutdown) {
+	switch {
+	case s.opts.Shutdown == nil:
+		s.reply(&ipc.Error{Code: ipc.CodeUnavailable, Message: "this hearth cannot be stopped by a client", Ref: m.Ref})
+	case !s.opts.Owner:
+		s.reply(&ipc.Error{Code: ipc.CodeForbidden, Message: "only the owner may stop hearth", Ref: m.Ref})
+	default:
+		s.log.Info("a client asked hearth to shut down")
+		s.opts.Shutdown()
+	}
 }
 
 // BadLine answers a line that did not decode; the connection stays open.
@@ -280,17 +305,20 @@ func (s *Session) search(m *ipc.Search) {
 const voiceTimeout = 30 * time.Second
 
 // voice mints a voice credential off the caller's goroutine and sends it
-// to this client only; Close cancels it.
-func (s *Session) voice() {
+// to this client only, with the request's ref (also on the error); Close
+// cancels it.
+func (s *Session) voice(ref string) {
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, voiceTimeout)
 		defer cancel()
 		cred, err := s.core.RequestVoice(ctx)
 		if err != nil {
-			s.refuse(err, "")
+			s.refuse(err, ref)
 			return
 		}
-		s.reply(VoiceCredential(cred))
+		m := VoiceCredential(cred)
+		m.Ref = ref
+		s.reply(m)
 	})
 }
 
@@ -538,8 +566,9 @@ func (s *Session) health(ref string) *ipc.HealthReport {
 	if ix := h.Index; ix != nil && !ix.Opening {
 		r.Index = &ipc.IndexHealth{
 			Backend: ix.Backend, Embedder: ix.Embedder, Indexed: ix.IndexedSinceStart, LagMS: ix.Lag.Milliseconds(),
-			Failures: ix.Failures, Failing: ix.Failing, Unavailable: ix.Unavailable, Ready: ix.Ready,
+			Failures: ix.Failures, Failing: ix.Failing, Unavailable: ix.Unavailable, Ready: ix.Ready, Rebuilding: ix.Rebuilding,
 			RecallSearches: ix.Searches.Recall, KeywordSearches: ix.Searches.Keyword,
+			Note: ix.Note,
 		}
 	}
 	if v := h.Vault; v != nil {

@@ -54,6 +54,10 @@ func buildRoot(t *testing.T) string {
 		}
 		now = now.Add(time.Second)
 	}
+	// A proposal's decision, which is not a turn, travels with them.
+	if _, err := j.Append(ctx, journal.DecisionRecord(journal.Decision{Proposal: "prop_1", Path: "knowledge/people/me.md", Verdict: "applied", Why: "low risk", Commit: "abc"}, "policy")); err != nil {
+		t.Fatal(err)
+	}
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -182,8 +186,9 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("%s restored: it is derived", gone)
 		}
 	}
-	if w, g := records(t, src), records(t, dst); len(w) != 6 || !slices.EqualFunc(w, g, func(a, b journal.Record) bool {
-		return a.ID == b.ID && a.Text == b.Text && a.TS.Equal(b.TS) && a.Role == b.Role
+	if w, g := records(t, src), records(t, dst); len(w) != 7 || !w[6].IsDecision() || !slices.EqualFunc(w, g, func(a, b journal.Record) bool {
+		return a.ID == b.ID && a.Text == b.Text && a.TS.Equal(b.TS) && a.Role == b.Role && a.Kind == b.Kind && a.By == b.By &&
+			(a.Decision == nil) == (b.Decision == nil) && (a.Decision == nil || *a.Decision == *b.Decision)
 	}) {
 		t.Errorf("journal: restored %d records %+v, want %+v", len(g), g, w)
 	}

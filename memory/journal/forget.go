@@ -42,6 +42,8 @@ func checkKind(rec *Record) error {
 	case "":
 		return nil
 	case KindForget:
+	case KindDecision:
+		return checkDecision(rec)
 	default:
 		return errors.New("unknown record kind")
 	}
@@ -122,7 +124,7 @@ func (j *Journal) Find(ctx context.Context, ids []string) (map[string]Record, er
 		return found, nil
 	}
 	err := j.scan(ctx, oldest, "", func(r Record) error {
-		if want[r.ID] && !r.IsTombstone() {
+		if want[r.ID] && r.IsTurn() {
 			found[r.ID] = r
 		}
 		return nil

@@ -231,3 +231,73 @@ func TestForgetDropsLaterResponseIDs(t *testing.T) {
 		t.Errorf("the response after the forgotten turn keeps its id: %+v", tail[1])
 	}
 }
+
+// A decision record is not a turn: Tail, Find and ReadShards leave it out,
+// Scan and ScanAfter visit it, and a forget naming it forgets nothing.
+func TestDecisionIsNotATurn(t *testing.T) {
+	dir := t.TempDir()
+	clk := newClock("2026-03-01T10:00:00Z", time.Second)
+	j := open(t, dir, journal.Options{Now: clk.Now})
+	a := appendTurns(t, j, "a")[0]
+	dec, err := j.Append(t.Context(), journal.DecisionRecord(journal.Decision{Proposal: "prop_1", Path: "knowledge/x.md", Verdict: "applied", Why: "low risk", Commit: "abc"}, "policy"))
+	if err != nil {
+		t.Fatalf("Append decision: %v", err)
+	}
+	if !dec.IsDecision() || dec.IsTurn() || dec.IsTombstone() || dec.Decision.Commit != "abc" || dec.By != "policy" {
+		t.Fatalf("decision stored as %+v", dec)
+	}
+	b := appendTurns(t, j, "b")[0]
+
+	check := func(t *testing.T, j *journal.Journal) {
+		tail, err := j.Tail(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := ids(tail), []string{a.ID, b.ID}; !slices.Equal(got, want) {
+			t.Errorf("Tail(2) = %v, want %v (the decision takes no room)", got, want)
+		}
+		var scanned []journal.Record
+		if err := j.Scan(t.Context(), func(r journal.Record) error { scanned = append(scanned, r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := ids(scanned), []string{a.ID, dec.ID, b.ID}; !slices.Equal(got, want) {
+			t.Fatalf("Scan = %v, want %v", got, want)
+		}
+		if d := scanned[1].Decision; d == nil || *d != *dec.Decision {
+			t.Errorf("Scan read the decision back as %+v, want %+v", d, dec.Decision)
+		}
+		found, err := j.Find(t.Context(), []string{a.ID, dec.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := found[dec.ID]; ok || len(found) != 1 {
+			t.Errorf("Find = %v, want only a", found)
+		}
+		read, err := j.ReadShards(t.Context(), map[string]int64{"2026-03-01.jsonl": 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := ids(read["2026-03-01.jsonl"].Records), []string{a.ID, b.ID}; !slices.Equal(got, want) {
+			t.Errorf("ReadShards records = %v, want %v", got, want)
+		}
+	}
+	check(t, j)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(t, open(t, dir, journal.Options{Now: clk.Now}))
+}
+
+func TestDecisionRefused(t *testing.T) {
+	j := open(t, t.TempDir(), journal.Options{})
+	for name, rec := range map[string]journal.Record{
+		"no decision":   {Role: journal.RoleSystem, Kind: journal.KindDecision},
+		"no proposal":   journal.DecisionRecord(journal.Decision{Verdict: "applied"}, "owner"),
+		"no verdict":    journal.DecisionRecord(journal.Decision{Proposal: "prop_1"}, "owner"),
+		"forgets turns": {Role: journal.RoleSystem, Kind: journal.KindDecision, Decision: &journal.Decision{Proposal: "p", Verdict: "applied"}, Forgets: []string{"01ARZ3NDEKTSV4RRFFQ69G5FAV"}},
+	} {
+		if _, err := j.Append(t.Context(), rec); err == nil {
+			t.Errorf("%s: Append accepted %+v", name, rec)
+		}
+	}
+}

@@ -31,6 +31,8 @@ func FuzzReplay(f *testing.F) {
 		v2 = `{"id":"01HQ0000000000000000000002","role":"agent","text":"second","ts":"2024-02-01T10:00:01Z","mode":"voice","incomplete":true,"model":"m"}`
 		// tomb forgets v1.
 		tomb = `{"id":"01HQ0000000000000000000003","role":"system","text":"","ts":"2024-02-01T10:00:02Z","mode":"","kind":"forget","forgets":["01hq0000000000000000000001"],"by":"owner"}`
+		// dec is a proposal's decision: not a turn.
+		dec = `{"id":"01HQ0000000000000000000004","role":"system","text":"","ts":"2024-02-01T10:00:03Z","mode":"","kind":"decision","by":"owner","decision":{"proposal":"prop_1","path":"knowledge/a.md","verdict":"applied","commit":"abc"}}`
 	)
 	for _, seed := range []string{
 		"",
@@ -54,6 +56,8 @@ func FuzzReplay(f *testing.F) {
 		v1 + "\n" + `{"id":"01HQ0000000000000000000003","role":"system","kind":"forget"}` + "\n",
 		v1 + "\n" + `{"id":"01HQ0000000000000000000003","role":"system","kind":"later"}` + "\n",
 		`{"id":"01HQ0000000000000000000001","role":"user","ts":"2024-02-01T10:00:00Z","redacted":true}   ` + "\n" + v2 + "\n",
+		v1 + "\n" + dec + "\n" + v2 + "\n", // a decision between turns
+		v1 + "\n" + `{"id":"01HQ0000000000000000000004","role":"system","kind":"decision"}` + "\n", // says nothing
 	} {
 		f.Add([]byte(seed))
 	}
@@ -83,9 +87,9 @@ func FuzzReplay(f *testing.F) {
 				t.Errorf("Scan returned an invalid record %d: %+v", i, r)
 			}
 		}
-		// Scan is the live view and the tombstones: no record it visits is
-		// forgotten by a tombstone it visits, or redacted; Tail is the live
-		// view alone.
+		// Scan is the live view, the tombstones and the decisions: no
+		// record it visits is forgotten by a tombstone it visits, or
+		// redacted; Tail is the live view of turns alone.
 		forgotten := map[string]bool{}
 		var live []journal.Record
 		for _, r := range scanned {
@@ -94,6 +98,15 @@ func FuzzReplay(f *testing.F) {
 					forgotten[id] = true
 				}
 				continue
+			}
+			if r.IsDecision() {
+				if r.Decision == nil || r.Decision.Proposal == "" {
+					t.Errorf("Scan visited a decision that says nothing: %+v", r)
+				}
+				continue
+			}
+			if !r.IsTurn() {
+				t.Errorf("Scan visited a record of unknown kind: %+v", r)
 			}
 			live = append(live, r)
 		}

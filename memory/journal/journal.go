@@ -60,12 +60,16 @@ type Record struct {
 	// with (xAI Responses), to continue from after a restart.
 	ResponseID string `json:"response_id,omitempty"`
 
-	// Kind is "" for a turn and KindForget for a tombstone (see forget.go).
+	// Kind is "" for a turn, KindForget for a tombstone (see forget.go)
+	// and KindDecision for a proposal's decision (see decision.go).
 	Kind string `json:"kind,omitempty"`
 	// Forgets are the ids of the records a tombstone forgets.
 	Forgets []string `json:"forgets,omitempty"`
-	// By says who asked for a tombstone ("owner", "agent").
+	// By says who asked for a tombstone ("owner", "agent"), or who made
+	// a decision ("policy", "owner").
 	By string `json:"by,omitempty"`
+	// Decision is what a decision record says.
+	Decision *Decision `json:"decision,omitempty"`
 	// Redacted marks a forgotten record whose content a purge removed.
 	Redacted bool `json:"redacted,omitempty"`
 }

@@ -22,8 +22,8 @@ const chunkSize = 64 << 10
 // backwards from their end, so its cost depends on n, not on the size of the
 // journal. Records appended concurrently may or may not be included.
 //
-// Tail is the journal's live view: tombstones, the records they forget and
-// redacted records are left out, and a record after a forgotten one among
+// Tail is the journal's live view: tombstones, the records they forget,
+// redacted records and decision records are left out, and a record after a forgotten one among
 // those read has no ResponseID (the provider's state holds what was
 // forgotten).
 func (j *Journal) Tail(n int) ([]Record, error) {
@@ -57,6 +57,8 @@ func (j *Journal) tail(n int, live bool) ([]Record, error) {
 					for _, id := range rec.Forgets {
 						forgotten[id] = true
 					}
+				case !rec.IsTurn():
+					// A decision: not a turn.
 				case forgotten[rec.ID] || rec.Redacted:
 					if rec.ID < gap {
 						gap = rec.ID
@@ -85,7 +87,7 @@ func (j *Journal) tail(n int, live bool) ([]Record, error) {
 	return out, nil
 }
 
-// Scan calls fn for every live record and every tombstone, oldest first
+// Scan calls fn for every live record, tombstone and decision, oldest first
 // (see ScanAfter). It stops at, and
 // returns, the first error from fn, or the error of ctx once it is done.
 // Records appended concurrently may or may not be included.
@@ -99,10 +101,11 @@ func (j *Journal) Scan(ctx context.Context, fn func(Record) error) error {
 // (a day of slack covers clocks that stepped back). It is how an indexer
 // resumes from its cursor without rereading the whole journal.
 //
-// It is the live view plus the tombstones: a record that a tombstone
-// among the shards read forgets, or that is redacted, is left out; the
-// tombstones themselves are visited (IsTombstone), so that what was
-// derived from the records they forget can be dropped. The shards are
+// It is the live view plus the records that are not turns (IsTurn): a
+// record that a tombstone among the shards read forgets, or that is
+// redacted, is left out; the tombstones themselves are visited
+// (IsTombstone), so that what was derived from the records they forget
+// can be dropped, and so are decision records (IsDecision). The shards are
 // read twice: first for their tombstones, then for their records.
 func (j *Journal) ScanAfter(ctx context.Context, id string, fn func(Record) error) error {
 	return j.scan(ctx, id, id, fn)

@@ -92,7 +92,7 @@ func (j *Journal) ReadShards(ctx context.Context, prefixes map[string]int64) (ma
 					return fmt.Errorf("journal: read: %w", err)
 				}
 				rec, ok := j.record(path, "line", lineNo, line, tooLong)
-				if ok && !rec.IsTombstone() && !rec.Redacted && !forgotten[rec.ID] {
+				if ok && rec.IsTurn() && !rec.Redacted && !forgotten[rec.ID] {
 					c.Records = append(c.Records, rec)
 				}
 				return nil

@@ -226,6 +226,14 @@ func (k *knowledge) load(ctx context.Context) error {
 	return nil
 }
 
+// reset forgets what was indexed of the notes, for an index just reset:
+// the next reconcile indexes every note again under a new epoch.
+func (k *knowledge) reset() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.state, k.byID, k.dirty = nil, nil, false
+}
+
 // save writes KnowledgeSeenFile when it changed (0600, written whole, then
 // renamed).
 func (k *knowledge) save() error {

@@ -32,6 +32,9 @@ type system struct {
 	backend  string
 	log      *slog.Logger
 	know     *knowledge // nil without a memory root
+	// note says why recall is lexical only when it was not asked to be
+	// (no word vectors where it looked); "" otherwise.
+	note string
 }
 
 // newSystem is recall over an open index.
@@ -66,8 +69,21 @@ func opener(o Options) func(context.Context) (*system, error) {
 			}
 			loaded = true
 		}
-		return openSystem(ctx, o, emb)
+		rs, err := openSystem(ctx, o, emb)
+		if rs != nil {
+			rs.note = lexicalNote(o.Settings, emb)
+		}
+		return rs, err
 	}
+}
+
+// lexicalNote says why recall is lexical only when s asked for the default
+// embedder and got none: the word vectors were not where hearth looked.
+func lexicalNote(s Settings, emb recall.Embedder) string {
+	if emb != nil || s.Embedder != "" {
+		return ""
+	}
+	return fmt.Sprintf("no word vectors at %s, so recall is lexical only: run `make vectors` (or `make install`) in the mnemo checkout, or pass -vectors", cmp.Or(s.Vectors, defaultVectors()))
 }
 
 // backendName names the index s configures.
@@ -262,7 +278,7 @@ func searchFilter(req memory.SearchRequest) recall.Filter {
 func (rs *system) health() *memory.IndexHealth {
 	st := rs.indexer.Status()
 	h := &memory.IndexHealth{Backend: rs.backend, Embedder: embedderName(rs.embedder), Ready: st.CaughtUp,
-		IndexedSinceStart: st.Indexed, Lag: st.Lag, Failures: st.Failures}
+		IndexedSinceStart: st.Indexed, Lag: st.Lag, Failures: st.Failures, Note: rs.note}
 	if st.Failures > 0 {
 		h.Failing = fmt.Sprintf("indexing is failing; retrying at %s (details in hearth's log)", st.RetryAt.Format(time.TimeOnly))
 	}

@@ -269,3 +269,34 @@ func TestQdrant(t *testing.T) {
 		}
 	})
 }
+
+// TestLexicalNote: recall that fell back to lexical only for want of the
+// default word vectors says so in its health, with the path it looked
+// at; recall configured lexical, or with vectors, has no note.
+func TestLexicalNote(t *testing.T) {
+	vectors := vectorsFile(t)
+	missing := filepath.Join(t.TempDir(), "none.bin")
+	for _, tc := range []struct {
+		name     string
+		settings Settings
+		want     string // a substring of the note; "" no note
+	}{
+		{"default without vectors", Settings{Vectors: missing}, missing},
+		{"default with vectors", Settings{Vectors: vectors}, ""},
+		{"lexical asked for", Settings{Embedder: "none", Vectors: missing}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j, _ := openJournal(t)
+			o := Options{Root: t.TempDir(), Journal: j, Session: session, Settings: tc.settings, Log: testLog(t)}
+			rs, err := opener(o)(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rs.index.Close()
+			note := rs.health().Note
+			if tc.want == "" && note != "" || tc.want != "" && !strings.Contains(note, tc.want) {
+				t.Errorf("note = %q, want one naming %q", note, tc.want)
+			}
+		})
+	}
+}

@@ -101,6 +101,10 @@ type Memory struct {
 	// down is what Health reports while recall is not open, once an
 	// attempt to open it failed or Run ended.
 	down atomic.Pointer[memory.IndexHealth]
+	// rebuild asks Run to drop the index and rebuild it (capacity 1);
+	// rebuilding is the system being rebuilt, for Health.
+	rebuild    chan struct{}
+	rebuilding atomic.Pointer[system]
 
 	recallSearches, keywordSearches atomic.Int64
 }
@@ -117,7 +121,8 @@ func New(o Options) *Memory {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Memory{o: o, log: o.Log, opener: opener(o), backend: backendName(o.Settings), embedder: embedderKind(o.Settings)}
+	return &Memory{o: o, log: o.Log, opener: opener(o), backend: backendName(o.Settings), embedder: embedderKind(o.Settings),
+		rebuild: make(chan struct{}, 1)}
 }
 
 // Run opens recall, retrying by o.Retry while it fails for a reason that
@@ -138,7 +143,9 @@ func (m *Memory) Run(ctx context.Context) {
 		m.log.Warn("could not check the journal against the index; a turn removed by hand may stay searchable until `hearth reindex`", "err", err)
 	}
 	rs.reconcileKnowledge(ctx)
-	rs.indexer.Run(ctx)
+	for m.runIndexer(ctx, rs) {
+		m.rebuildIndex(ctx, rs)
+	}
 	if err := m.syncSeen(context.WithoutCancel(ctx), rs, false); err != nil {
 		m.log.Warn("could not record what the index has seen of the journal", "err", err)
 	}
@@ -149,6 +156,87 @@ func (m *Memory) Run(ctx context.Context) {
 	if err := rs.index.Close(); err != nil {
 		m.log.Error("recall index close", "err", err)
 	}
+}
+
+// runIndexer keeps the index up to date until ctx ends (false) or a
+// rebuild is asked for (true).
+func (m *Memory) runIndexer(ctx context.Context, rs *system) bool {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rs.indexer.Run(runCtx)
+	}()
+	select {
+	case <-ctx.Done():
+		<-done
+		return false
+	case <-m.rebuild:
+		cancel()
+		<-done
+		return ctx.Err() == nil
+	}
+}
+
+// RebuildIndex drops the recall index and rebuilds it from the journal
+// and the vault's notes, in the background: it returns once the rebuild
+// is asked for. Until it is done searches use keywords over the journal,
+// as while recall first opens, and Health says Rebuilding with the
+// documents indexed so far. It fails when recall is not open.
+func (m *Memory) RebuildIndex(ctx context.Context) error {
+	rs, release := m.acquire()
+	if rs == nil {
+		if m.rebuilding.Load() != nil {
+			return nil // under way
+		}
+		return errors.New("recall: rebuild: the index is not open")
+	}
+	release()
+	select {
+	case m.rebuild <- struct{}{}:
+	default: // asked for already
+	}
+	return nil
+}
+
+// rebuildIndex is RebuildIndex on Run's goroutine, with the indexer
+// stopped: searches leave the index (waiting for those under way), it is
+// reset and filled again from the journal and the notes, and searches
+// come back to it. A failure is logged and left to the indexer, which
+// goes on from the cursor the reset left.
+func (m *Memory) rebuildIndex(ctx context.Context, rs *system) {
+	m.rebuilding.Store(rs)
+	defer m.rebuilding.Store(nil)
+	m.mu.Lock()
+	m.rs = nil
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.rs = rs
+		m.mu.Unlock()
+	}()
+	start := time.Now()
+	m.log.Info("recall: dropping the index to rebuild it")
+	if err := rs.index.Reset(ctx); err != nil {
+		m.log.Error("recall: could not reset the index; it is kept as it was", "err", err)
+		return
+	}
+	if rs.know != nil {
+		rs.know.reset()
+	}
+	if err := rs.indexer.CatchUp(ctx); err != nil {
+		m.log.Warn("recall: the rebuild stopped short; the indexer goes on from where it got", "err", err)
+		return
+	}
+	notes := 0
+	if rs.know != nil {
+		var err error
+		if notes, _, err = rs.know.reconcile(ctx); err != nil {
+			m.log.Warn("recall: the rebuild did not index every knowledge note", "err", err)
+		}
+	}
+	m.log.Info("recall: index rebuilt", "documents", rs.indexer.Status().Indexed, "notes", notes, "took", time.Since(start).Round(time.Millisecond))
 }
 
 func (m *Memory) stopped() {
@@ -231,8 +319,8 @@ func (m *Memory) Search(ctx context.Context, req memory.SearchRequest) ([]memory
 // scanJournal visits every journal record as a hit's provenance.
 func (m *Memory) scanJournal(ctx context.Context, fn func(memory.Hit) error) error {
 	return m.o.Journal.Scan(ctx, func(r journal.Record) error {
-		if r.IsTombstone() {
-			return nil
+		if !r.IsTurn() {
+			return nil // a tombstone or a decision
 		}
 		return fn(Provenance(r, m.o.Session))
 	})
@@ -264,7 +352,10 @@ func (m *Memory) Notify(id string) {
 // nil.
 func (m *Memory) Health() *memory.IndexHealth {
 	var h *memory.IndexHealth
-	if rs, release := m.acquire(); rs != nil {
+	if rs := m.rebuilding.Load(); rs != nil {
+		h = rs.health()
+		h.Ready, h.Rebuilding = false, true
+	} else if rs, release := m.acquire(); rs != nil {
 		h = rs.health()
 		release()
 	} else if d := m.down.Load(); d != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,14 +20,22 @@ import (
 // waits for the tool's output.
 type Hearth interface {
 	voice.Credentials
-	// Transcript stores one finished voice turn; ref is the provider's
-	// item id, echoed in the turn hearth stores.
-	Transcript(ctx context.Context, role, text, ref string) error
+	// Transcript stores one finished voice turn; its ItemID is the ref
+	// echoed in the turn hearth stores.
+	Transcript(ctx context.Context, t Turn) error
 	// RunTool runs a tool the model called and returns its output for
 	// the model (a failure is an output too: err is for the transport).
 	RunTool(ctx context.Context, call voice.FunctionCall) (string, error)
 	// StopVoice says the voice session ended.
 	StopVoice(ctx context.Context) error
+}
+
+// Turn is a finished voice turn for hearth. Incomplete marks an agent
+// item cut short whose heard text never came (the session closed first):
+// Text is then what was known of it, the final text or the partial.
+type Turn struct {
+	Role, Text, ItemID string
+	Incomplete         bool
 }
 
 // Streams are open audio streams.
@@ -144,10 +153,13 @@ type Desk struct {
 	state       State
 	userSent    map[string]bool
 	agentSent   map[string]bool
-	interrupted map[string]bool // cut short, the truncated text not yet in
-	cut         map[string]bool // flushed by barge-in: late audio is dropped
-	held        []final         // agent finals waiting for playback to end
-	calls       []*toolCall     // function calls of the response in flight
+	interrupted map[string]bool   // cut short, the truncated text not yet in
+	cutOrder    []string          // the interrupted items, in order
+	known       map[string]string // agent items: the latest text, partial or final
+	cut         map[string]bool   // flushed by barge-in: late audio is dropped
+	queued      []string          // agent items written to the player since it was last idle
+	held        []final           // agent finals waiting for playback to end
+	calls       []*toolCall       // function calls of the response in flight
 	wg          sync.WaitGroup
 }
 
@@ -177,6 +189,7 @@ func New(cfg Config) *Desk {
 		userSent:    make(map[string]bool),
 		agentSent:   make(map[string]bool),
 		interrupted: make(map[string]bool),
+		known:       make(map[string]string),
 		cut:         make(map[string]bool),
 	}
 	d.out.init()
@@ -320,8 +333,9 @@ func (d *Desk) Run(ctx context.Context) (err error) {
 	sess.Close()
 	for range sess.Events() {
 	}
-	// What played to the end is the agent's; what was cut and never
-	// truncated is unknown, and not stored.
+	// What was cut and never truncated is stored as known, marked
+	// incomplete; then what played to the end.
+	d.storeCut(ctx)
 	d.held = filterFinals(d.held, func(f final) bool { return !d.interrupted[f.itemID] })
 	d.releaseAll(ctx)
 	if stopped() {
@@ -404,6 +418,9 @@ func (d *Desk) handle(ctx context.Context, ev voice.Event) {
 			// Queued before the session learnt of the barge-in.
 			return
 		}
+		if n := len(d.queued); n == 0 || d.queued[n-1] != ev.ItemID {
+			d.queued = append(d.queued, ev.ItemID)
+		}
 		d.player.Write(ev.ItemID, ev.PCM)
 	case voice.AgentTranscript:
 		d.onAgent(ctx, ev)
@@ -448,8 +465,13 @@ func (d *Desk) onAgent(ctx context.Context, ev voice.AgentTranscript) {
 		d.drop(id)
 		d.store(ctx, RoleAgent, id, ev.Text)
 	case d.interrupted[id]:
-		// Cut short: the truncated final follows and replaces this.
+		// Cut short: the truncated final follows and replaces this; it is
+		// kept only in case the session closes first.
+		if ev.Final || d.known[id] == "" {
+			d.known[id] = ev.Text
+		}
 	case !ev.Final:
+		d.known[id] = ev.Text
 		d.out.push(Partial{Role: RoleAgent, ItemID: id, Text: ev.Text})
 	default:
 		d.out.push(Partial{Role: RoleAgent, ItemID: id, Text: ev.Text})
@@ -481,39 +503,87 @@ func (d *Desk) releaseAll(ctx context.Context) {
 	}
 }
 
+// storeCut stores the items cut short whose truncated text never came
+// (the session closed first): what is known of each, the final text or
+// else the partial, marked incomplete.
+func (d *Desk) storeCut(ctx context.Context) {
+	order := d.cutOrder
+	d.cutOrder = nil
+	for _, id := range order {
+		if !d.interrupted[id] || d.agentSent[id] {
+			continue
+		}
+		d.storeTurn(ctx, Turn{Role: RoleAgent, ItemID: id, Text: d.known[id], Incomplete: true})
+	}
+}
+
 // store sends one transcript to hearth, once per item.
 func (d *Desk) store(ctx context.Context, role, id, text string) {
+	d.storeTurn(ctx, Turn{Role: role, ItemID: id, Text: text})
+}
+
+func (d *Desk) storeTurn(ctx context.Context, t Turn) {
 	sent := d.userSent
-	if role == RoleAgent {
+	if t.Role == RoleAgent {
 		sent = d.agentSent
+		delete(d.known, t.ItemID)
 	}
-	sent[id] = true
-	delete(d.interrupted, id)
-	if strings.TrimSpace(text) == "" {
-		d.out.push(Dropped{Role: role, ItemID: id})
+	sent[t.ItemID] = true
+	delete(d.interrupted, t.ItemID)
+	if strings.TrimSpace(t.Text) == "" {
+		d.out.push(Dropped{Role: t.Role, ItemID: t.ItemID})
 		return
 	}
-	if err := d.cfg.Hearth.Transcript(ctx, role, text, id); err != nil {
-		d.log.Warn("transcript not sent", "role", role, "err", err)
+	if err := d.cfg.Hearth.Transcript(ctx, t); err != nil {
+		d.log.Warn("transcript not sent", "role", t.Role, "err", err)
 	}
-	d.out.push(Final{Role: role, ItemID: id, Text: text})
+	d.out.push(Final{Role: t.Role, ItemID: t.ItemID, Text: t.Text})
 }
 
 // bargeIn stops playback at once and truncates the item being played at
-// what was heard; its late deltas are dropped by the session.
+// what was heard; its late deltas are dropped by the session. Items
+// queued behind it were never heard: they are not stored, and their late
+// audio is dropped.
 func (d *Desk) bargeIn() {
 	item, ms, ok := d.player.Flush()
+	queued := d.queued
+	d.queued = nil
 	if !ok || item == "" {
 		return
+	}
+	if i := slices.Index(queued, item); i >= 0 {
+		for _, id := range queued[i+1:] {
+			d.unheard(id)
+		}
 	}
 	d.cut[item] = true
 	if !d.agentSent[item] {
 		d.interrupted[item] = true
+		d.cutOrder = append(d.cutOrder, item)
+		for _, f := range d.held {
+			if f.itemID == item {
+				d.known[item] = f.text
+			}
+		}
 		d.drop(item)
 	}
 	if err := d.sess.InterruptItem(item, ms); err != nil {
 		d.log.Warn("interrupt not sent", "err", err)
 	}
+}
+
+// unheard: agent item id was flushed before any of it played. It is
+// never stored (its text was not said to the user) and its late audio is
+// dropped; the UI takes its partial down.
+func (d *Desk) unheard(id string) {
+	d.cut[id] = true
+	if d.agentSent[id] {
+		return
+	}
+	d.agentSent[id] = true
+	delete(d.known, id)
+	d.drop(id)
+	d.out.push(Dropped{Role: RoleAgent, ItemID: id})
 }
 
 func (d *Desk) talk() {
@@ -551,6 +621,9 @@ func (d *Desk) onPlaying(ctx context.Context) {
 			d.setState(AgentSpeaking, nil)
 		}
 		return
+	}
+	if !d.player.Playing() {
+		d.queued = nil // all of it played
 	}
 	d.release(ctx)
 	if d.state == AgentSpeaking {

@@ -73,16 +73,18 @@ func (h *standIn) send(m ipc.Msg) {
 	case *ipc.VoiceRequest:
 		h.wg.Go(func() {
 			if h.refuse != nil {
-				h.answer(h.refuse)
+				e := *h.refuse
+				e.Ref = m.Ref
+				h.answer(&e)
 				return
 			}
 			c, s, err := h.creds.Credential(h.ctx)
 			if err != nil {
-				h.answer(&ipc.Error{Code: ipc.CodeProviderError, Message: "mint failed"})
+				h.answer(&ipc.Error{Code: ipc.CodeProviderError, Message: "mint failed", Ref: m.Ref})
 				return
 			}
 			w := &ipc.VoiceCredential{Token: c.Value, ExpiresAt: c.ExpiresAt, URL: c.URL, Model: c.Model, Dialect: c.Dialect,
-				Instructions: s.Instructions, Voice: s.Voice}
+				Instructions: s.Instructions, Voice: s.Voice, Ref: m.Ref}
 			if s.VAD.Mode != "" {
 				w.VAD = &ipc.VoiceVAD{Type: s.VAD.Mode}
 			}
@@ -368,6 +370,68 @@ func TestBargeIn(t *testing.T) {
 	}
 }
 
+// TestBargeInDropsQueuedItems: a reply that speaks, calls a tool and
+// speaks again after it leaves two agent items queued on the speaker;
+// talking over the first stores what was heard of it, and the second,
+// never heard, is neither played nor stored.
+func TestBargeInDropsQueuedItems(t *testing.T) {
+	const first, second = "let me look that up for you right now", "it is noon and sunny in Lisbon today"
+	for _, d := range dialects {
+		t.Run(d, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := start(t, voicetest.Options{Dialect: d, Turns: []voicetest.Turn{
+					{User: "weather", Reply: voicetest.Reply{Transcript: first, AudioMS: 2000,
+						Call: &voicetest.Call{Name: "current_time", Arguments: "{}"},
+						Then: &voicetest.Reply{Transcript: second, AudioMS: 2000}}},
+					{User: "stop", Reply: voicetest.Reply{Transcript: "Okay.", AudioMS: 200}},
+				}}, audio.FullDuplex, voice.Settings{})
+				r.until(t, "listening", isState(voicectl.Listening))
+				r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
+				// The reply after the tool is queued behind the first while
+				// the first still plays.
+				queued := r.until(t, "the second item queued", func(ev voicectl.Event) bool {
+					p, ok := ev.(voicectl.Partial)
+					return ok && p.Role == voicectl.RoleAgent && strings.HasPrefix(second, p.Text)
+				}).(voicectl.Partial)
+				time.Sleep(300 * time.Millisecond) // the bubble's clock: the speaker plays 300 ms
+				r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
+				r.until(t, "the queued item dropped", func(ev voicectl.Event) bool {
+					dr, ok := ev.(voicectl.Dropped)
+					return ok && dr.ItemID == queued.ItemID
+				})
+				r.until(t, "reply to the barge-in", func(ev voicectl.Event) bool {
+					f, ok := ev.(voicectl.Final)
+					return ok && f.Role == voicectl.RoleAgent && f.Text == "Okay."
+				})
+				if err := r.stop(t); err != nil {
+					t.Fatal(err)
+				}
+				truncs := r.srv.Truncates()
+				if len(truncs) != 1 || truncs[0] <= 0 || truncs[0] >= 2000 {
+					t.Fatalf("truncates %v, want one inside the first item", truncs)
+				}
+				var agent []string
+				for _, tr := range r.h.transcripts() {
+					if tr.Role == "agent" {
+						agent = append(agent, tr.Text)
+					}
+				}
+				heardText := first[:len(first)*truncs[0]/2000]
+				if want := []string{heardText, "Okay."}; !slices.Equal(agent, want) {
+					t.Errorf("agent transcripts %q, want %q (the unheard item not stored)", agent, want)
+				}
+				// What played: the heard part of the first item, then the
+				// reply to the barge-in; nothing of the queued item.
+				heard := voice.SampleRate * truncs[0] / 1000
+				if played, want := len(r.audio.Played()), heard+voice.SampleRate*200/1000; played != want {
+					t.Errorf("played %d samples, want %d (heard %d + the last reply)", played, want, heard)
+				}
+				r.h.invariants(t, apiKey)
+			})
+		})
+	}
+}
+
 // TestToolCall: a function call goes to hearth as voice_tool_call; its
 // output goes to the provider after response.done, then one
 // response.create; the reply after it is stored.
@@ -602,4 +666,46 @@ func TestTalkKeyBargesIn(t *testing.T) {
 			t.Errorf("agent turns %q, want %q", agent, want)
 		}
 	})
+}
+
+// TestCutWithoutTruncated: the user talks over the agent and the session
+// ends before the provider's truncated transcript arrives. The agent's
+// item is stored once, marked incomplete, with what was known of it: the
+// final text when it had come (sent), else the partial so far (held).
+func TestCutWithoutTruncated(t *testing.T) {
+	const text = "one two three four five six seven eight nine ten"
+	for _, c := range []struct {
+		hold int
+		want string
+	}{{0, text}, {10, "one two three four five"}} {
+		t.Run(fmt.Sprintf("hold=%d", c.hold), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := start(t, voicetest.Options{NoTruncated: true, Turns: []voicetest.Turn{
+					{User: "count", Reply: voicetest.Reply{Transcript: text, AudioMS: 2000, HoldAfter: c.hold}},
+				}}, audio.FullDuplex, voice.Settings{})
+				r.until(t, "listening", isState(voicectl.Listening))
+				r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
+				r.until(t, "agent speaking", isState(voicectl.AgentSpeaking))
+				time.Sleep(300 * time.Millisecond) // the bubble's clock: the speaker plays 300 ms
+				r.audio.Say(voicetest.Tone(300))
+				r.until(t, "you speaking", isState(voicectl.UserSpeaking))
+				synctest.Wait()
+				if n := len(r.srv.Truncates()); n != 1 {
+					t.Fatalf("%d truncates, want 1", n)
+				}
+				if err := r.stop(t); err != nil {
+					t.Fatal(err)
+				}
+				var agent []ipc.Transcript
+				for _, tr := range r.h.transcripts() {
+					if tr.Role == "agent" {
+						agent = append(agent, tr)
+					}
+				}
+				if len(agent) != 1 || agent[0].Text != c.want || !agent[0].Incomplete || agent[0].Ref == "" {
+					t.Fatalf("agent transcripts %+v, want one incomplete %q", agent, c.want)
+				}
+			})
+		})
+	}
 }

@@ -23,12 +23,17 @@ type Link struct {
 	timeout time.Duration
 
 	mu    sync.Mutex
-	creds []chan credAnswer      // voice_request waiting, oldest first
+	creds []credWait             // voice_request waiting, oldest first
 	tools map[string]chan string // voice_tool_call waiting, by ref
 	order []string               // their refs, oldest first
 	// unsent are transcripts and stop_voice that did not reach hearth,
 	// in order, for Resend.
 	unsent []ipc.Msg
+}
+
+type credWait struct {
+	ref string
+	ch  chan credAnswer
 }
 
 type credAnswer struct {
@@ -39,7 +44,7 @@ type credAnswer struct {
 // LinkTimeout bounds the wait for a credential or a tool's output.
 const LinkTimeout = 2 * time.Minute
 
-// NewLink returns a Link; newRef makes the refs of tool calls.
+// NewLink returns a Link; newRef makes the refs of its requests.
 func NewLink(send func(ipc.Msg), newRef func() string) *Link {
 	return &Link{send: send, newRef: newRef, timeout: LinkTimeout, tools: make(map[string]chan string)}
 }
@@ -47,11 +52,12 @@ func NewLink(send func(ipc.Msg), newRef func() string) *Link {
 // Credential asks hearth for a fresh credential (voice_request) and
 // converts hearth's voice_credential.
 func (l *Link) Credential(ctx context.Context) (voice.Credential, voice.Settings, error) {
+	ref := "vr-" + l.newRef()
 	ch := make(chan credAnswer, 1)
 	l.mu.Lock()
-	l.creds = append(l.creds, ch)
+	l.creds = append(l.creds, credWait{ref, ch})
 	l.mu.Unlock()
-	l.send(&ipc.VoiceRequest{})
+	l.send(&ipc.VoiceRequest{Ref: ref})
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	select {
@@ -63,15 +69,15 @@ func (l *Link) Credential(ctx context.Context) (voice.Credential, voice.Settings
 		return c, s, nil
 	case <-ctx.Done():
 		l.mu.Lock()
-		l.creds = slices.DeleteFunc(l.creds, func(c chan credAnswer) bool { return c == ch })
+		l.creds = slices.DeleteFunc(l.creds, func(c credWait) bool { return c.ref == ref })
 		l.mu.Unlock()
 		return voice.Credential{}, voice.Settings{}, fmt.Errorf("no voice credential from hearth: %w", ctx.Err())
 	}
 }
 
-// Transcript sends a finished voice turn.
-func (l *Link) Transcript(_ context.Context, role, text, ref string) error {
-	l.send(&ipc.Transcript{Role: role, Text: text, Ref: ref})
+// Transcript sends a finished voice turn; its ref is the item id.
+func (l *Link) Transcript(_ context.Context, t Turn) error {
+	l.send(&ipc.Transcript{Role: t.Role, Text: t.Text, Ref: t.ItemID, Incomplete: t.Incomplete})
 	return nil
 }
 
@@ -115,7 +121,7 @@ func (l *Link) forgetTool(ref string) {
 func (l *Link) Deliver(m ipc.Msg) bool {
 	switch m := m.(type) {
 	case *ipc.VoiceCredential:
-		return l.answerCred(credAnswer{cred: m})
+		return l.answerCred(m.Ref, credAnswer{cred: m})
 	case *ipc.VoiceToolResult:
 		out := m.Output
 		if m.IsError && !json.Valid([]byte(out)) {
@@ -133,7 +139,7 @@ func (l *Link) Deliver(m ipc.Msg) bool {
 func (l *Link) Failed(m ipc.Msg, err error) bool {
 	switch m := m.(type) {
 	case *ipc.VoiceRequest:
-		return l.answerCred(credAnswer{err: fmt.Errorf("voice request not sent: %w", err)})
+		return l.answerCred(m.Ref, credAnswer{err: fmt.Errorf("voice request not sent: %w", err)})
 	case *ipc.VoiceToolCall:
 		return l.answerTool(m.Ref, toolFailure(err))
 	case *ipc.Transcript, *ipc.StopVoice:
@@ -157,17 +163,21 @@ func (l *Link) Resend() {
 	}
 }
 
-// deliverError: an error with the ref of a tool call fails that call; an
-// error without a ref answers the oldest credential request when its code
-// is one minting gives, else the oldest tool call refused as unknown (a
-// hearth without voice tools).
+// deliverError: an error with the ref of a credential request or a tool
+// call fails it. An error without a ref comes from a hearth that echoes
+// no refs on voice requests (older than the ref): by its code it answers
+// the oldest credential request (a code minting gives) or the oldest tool
+// call (refused as unknown: a hearth without voice tools).
 func (l *Link) deliverError(e *ipc.Error) bool {
 	if e.Ref != "" {
+		if l.answerCred(e.Ref, credAnswer{err: &HearthError{Code: e.Code, Message: e.Message}}) {
+			return true
+		}
 		return l.answerTool(e.Ref, fmt.Sprintf(`{"error":%q}`, e.Message))
 	}
 	switch e.Code {
 	case ipc.CodeNoVoiceProvider, ipc.CodeProviderError, ipc.CodeUnavailable, ipc.CodeInternal:
-		return l.answerCred(credAnswer{err: &HearthError{Code: e.Code, Message: e.Message}})
+		return l.answerCred("", credAnswer{err: &HearthError{Code: e.Code, Message: e.Message}})
 	case ipc.CodeBadRequest, ipc.CodeUnknownType:
 		l.mu.Lock()
 		ref := ""
@@ -182,14 +192,20 @@ func (l *Link) deliverError(e *ipc.Error) bool {
 	return false
 }
 
-func (l *Link) answerCred(a credAnswer) bool {
+// answerCred answers the credential request with ref; without a ref (a
+// hearth that does not echo it) the oldest one.
+func (l *Link) answerCred(ref string, a credAnswer) bool {
 	l.mu.Lock()
-	if len(l.creds) == 0 {
+	i := 0
+	if ref != "" {
+		i = slices.IndexFunc(l.creds, func(c credWait) bool { return c.ref == ref })
+	}
+	if i < 0 || i >= len(l.creds) {
 		l.mu.Unlock()
 		return false
 	}
-	ch := l.creds[0]
-	l.creds = l.creds[1:]
+	ch := l.creds[i].ch
+	l.creds = slices.Delete(l.creds, i, i+1)
 	l.mu.Unlock()
 	ch <- a
 	return true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"sync"
 	"testing"
@@ -181,8 +182,8 @@ func TestLinkGivesUp(t *testing.T) {
 func TestLinkResend(t *testing.T) {
 	l, p := newLink()
 	ctx := t.Context()
-	l.Transcript(ctx, "user", "one", "i1")
-	l.Transcript(ctx, "agent", "two", "i2")
+	l.Transcript(ctx, voicectl.Turn{Role: "user", Text: "one", ItemID: "i1"})
+	l.Transcript(ctx, voicectl.Turn{Role: "agent", Text: "two", ItemID: "i2", Incomplete: true})
 	l.StopVoice(ctx)
 	var failed []ipc.Msg
 	for range 3 {
@@ -203,5 +204,59 @@ func TestLinkResend(t *testing.T) {
 	case m := <-p.got:
 		t.Errorf("resent %v twice", m)
 	default:
+	}
+}
+
+// TestLinkCredentialByRef: each voice_request carries its own ref and the
+// answer with that ref goes to it, whatever the order; a refusal with a
+// ref fails only its request. Without a ref (a hearth that does not echo
+// it) the oldest request is answered.
+func TestLinkCredentialByRef(t *testing.T) {
+	for _, echo := range []bool{true, false} {
+		t.Run(fmt.Sprintf("echo=%v", echo), func(t *testing.T) {
+			_, p := newLink()
+			n := 0
+			l := voicectl.NewLink(func(m ipc.Msg) { p.got <- m }, func() string { n++; return fmt.Sprint(n) })
+			type result struct {
+				token string
+				err   error
+			}
+			first, second := make(chan result, 1), make(chan result, 1)
+			ask := func(out chan result) {
+				c, _, err := l.Credential(t.Context())
+				out <- result{c.Value, err}
+			}
+			go ask(first)
+			r1 := (<-p.got).(*ipc.VoiceRequest)
+			go ask(second)
+			r2 := (<-p.got).(*ipc.VoiceRequest)
+			if r1.Ref == "" || r2.Ref == "" || r1.Ref == r2.Ref {
+				t.Fatalf("refs %q and %q, want two distinct", r1.Ref, r2.Ref)
+			}
+			if echo {
+				// The second is answered first, the first refused.
+				if !l.Deliver(&ipc.VoiceCredential{Token: "two", Ref: r2.Ref}) {
+					t.Fatal("credential not taken")
+				}
+				if got := <-second; got.token != "two" || got.err != nil {
+					t.Errorf("second request got %+v", got)
+				}
+				if !l.Deliver(&ipc.Error{Code: ipc.CodeUnavailable, Message: "busy", Ref: r1.Ref}) {
+					t.Fatal("refusal not taken")
+				}
+				if got := <-first; got.err == nil || got.err.Error() != "busy" {
+					t.Errorf("first request got %+v", got)
+				}
+				return
+			}
+			for _, tok := range []string{"one", "two"} {
+				if !l.Deliver(&ipc.VoiceCredential{Token: tok}) {
+					t.Fatal("credential not taken")
+				}
+			}
+			if a, b := <-first, <-second; a.token != "one" || b.token != "two" {
+				t.Errorf("got %+v and %+v, want one then two in order", a, b)
+			}
+		})
 	}
 }

@@ -256,6 +256,9 @@ func (c *conn) handle(b []byte) {
 		c.s.mu.Lock()
 		c.s.truncates = append(c.s.truncates, e.AudioEndMS)
 		c.s.mu.Unlock()
+		if c.s.opts.NoTruncated {
+			return
+		}
 		c.send(ev{"type": "conversation.item.truncated", "item_id": e.ItemID, "content_index": 0, "audio_end_ms": ms, "transcript": text})
 	case "conversation.item.create":
 		if e.Item == nil {

@@ -23,8 +23,8 @@ func (c *conn) startReply(r Reply, extra []ev) {
 	for _, e := range extra {
 		c.send(e)
 	}
-	if r.Call != nil {
-		c.callReply(resp, r)
+	if r.Call != nil && r.Transcript == "" && r.AudioMS == 0 {
+		c.callReply(resp, r, 0, nil)
 		return
 	}
 	if r.AudioMS <= 0 {
@@ -99,6 +99,15 @@ func (c *conn) stream(resp *response, r Reply, item string, done ev) {
 	c.send(ev{"type": "response.content_part.done", "response_id": resp.id, "item_id": item, "part": ev{"type": "audio", "transcript": r.Transcript}})
 	c.send(ev{"type": c.name("response.output_audio.done"), "response_id": resp.id, "item_id": item})
 	c.send(ev{"type": "response.output_item.done", "response_id": resp.id, "item": done})
+	if r.Call != nil {
+		// Spoken words, then a function call, in one response.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.active == resp {
+			c.callReply(resp, r, 1, []ev{done})
+		}
+		return
+	}
 	c.finish(resp, "completed", []ev{done})
 }
 
@@ -117,15 +126,17 @@ func (c *conn) finish(resp *response, status string, output []ev) {
 		"usage": ev{"total_tokens": 10}})
 }
 
-// callReply is a response that calls a function; c.mu is held.
-func (c *conn) callReply(resp *response, r Reply) {
+// callReply ends a response with a function call item at index out,
+// after the items before (a reply that speaks, then calls); c.mu is held.
+func (c *conn) callReply(resp *response, r Reply, out int, before []ev) {
 	item, call := c.id("item"), c.id("call")
 	it := ev{"id": item, "type": "function_call", "status": "in_progress", "call_id": call, "name": r.Call.Name, "arguments": ""}
-	c.send(ev{"type": "response.output_item.added", "response_id": resp.id, "output_index": 0, "item": it})
+	c.send(ev{"type": "response.output_item.added", "response_id": resp.id, "output_index": out, "item": it})
 	c.send(ev{"type": "response.function_call_arguments.delta", "response_id": resp.id, "item_id": item, "call_id": call, "delta": r.Call.Arguments})
 	c.send(ev{"type": "response.function_call_arguments.done", "response_id": resp.id, "item_id": item, "call_id": call, "name": r.Call.Name, "arguments": r.Call.Arguments})
 	done := ev{"id": item, "type": "function_call", "status": "completed", "call_id": call, "name": r.Call.Name, "arguments": r.Call.Arguments}
-	c.send(ev{"type": "response.output_item.done", "response_id": resp.id, "output_index": 0, "item": done})
+	c.send(ev{"type": "response.output_item.done", "response_id": resp.id, "output_index": out, "item": done})
+	output := append(before, done)
 	then := Reply{Transcript: "Done."}
 	if r.Then != nil {
 		then = *r.Then
@@ -133,7 +144,7 @@ func (c *conn) callReply(resp *response, r Reply) {
 	finish := func() {
 		c.afterCall = &then
 		c.active = nil
-		c.send(ev{"type": "response.done", "response": ev{"id": resp.id, "status": "completed", "output": []ev{done}}})
+		c.send(ev{"type": "response.done", "response": ev{"id": resp.id, "status": "completed", "output": output}})
 	}
 	if r.HoldAfter == 0 {
 		finish()

@@ -46,8 +46,9 @@ type Reply struct {
 	// LateDeltas is how many audio deltas of a cancelled reply are still
 	// sent after the cancel, as if in flight.
 	LateDeltas int
-	// Call makes the reply a function call; Then answers after the client
-	// sent the outputs and response.create.
+	// Call makes the reply a function call (after its spoken words, when
+	// Transcript or AudioMS is set: one response, two items); Then answers
+	// after the client sent the outputs and response.create.
 	Call *Call
 	Then *Reply
 }
@@ -67,6 +68,9 @@ type Options struct {
 	Now       func() time.Time
 	// HoldUpdated delays session.updated until Release.
 	HoldUpdated bool
+	// NoTruncated records each truncate but never answers it, as when the
+	// session closes before conversation.item.truncated arrives.
+	NoTruncated bool
 }
 
 // Handshake is one WebSocket connection attempt as the server saw it.

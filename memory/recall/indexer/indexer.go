@@ -350,8 +350,8 @@ func (ix *Indexer) checkEmbedder(ctx context.Context) error {
 func (ix *Indexer) store(ctx context.Context, recs []journal.Record, prev *recall.Preceding) (indexed, skipped int, err error) {
 	var docs []recall.Doc
 	for _, r := range recs {
-		if r.IsTombstone() {
-			continue // handled as the scan met it
+		if !r.IsTurn() {
+			continue // a tombstone, handled as the scan met it, or a decision
 		}
 		d := Docs(r, ix.opts.Session)
 		if len(d) == 0 {
@@ -485,7 +485,7 @@ func (ix *Indexer) forget(ctx context.Context, ids []string, upTo string) error 
 			if r.ID > upTo || turns >= ix.opts.ContextTurns {
 				return errEnough
 			}
-			if r.IsTombstone() {
+			if !r.IsTurn() {
 				return nil
 			}
 			after = append(after, r)

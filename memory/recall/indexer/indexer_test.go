@@ -671,3 +671,26 @@ func TestCaughtUp(t *testing.T) {
 		})
 	}
 }
+
+// A decision record is not a turn: the indexer indexes nothing of it, and
+// its cursor passes it.
+func TestDecisionNotIndexed(t *testing.T) {
+	j := openJournal(t)
+	idx := newMemIndex()
+	ids := add(t, j,
+		journal.Record{Role: "user", Text: "one"},
+		journal.DecisionRecord(journal.Decision{Proposal: "prop_1", Path: "knowledge/a.md", Verdict: "applied", Why: "low risk", Commit: "abc"}, "policy"),
+		journal.Record{Role: "agent", Text: "two"},
+		journal.DecisionRecord(journal.Decision{Proposal: "prop_2", Path: "knowledge/b.md", Verdict: "rejected", Why: "no source"}, "policy"),
+	)
+	ix := New(Options{Journal: j, Index: idx, Embedder: &flaky{name: "test:2"}, Session: "main"})
+	if err := ix.CatchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{ids[0], ids[2]}, idx.allUpserted()); diff != "" {
+		t.Errorf("indexed (-want +got):\n%s", diff)
+	}
+	if c := idx.meta[MetaCursor]; c != ids[3] {
+		t.Errorf("cursor = %s, want the last decision's %s", c, ids[3])
+	}
+}
