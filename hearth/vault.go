@@ -3,11 +3,9 @@ package hearth
 import (
 	"context"
 	"errors"
-
 	"io/fs"
 	"os"
 	"path/filepath"
-
 	"strings"
 	"time"
 
