@@ -25,7 +25,7 @@ CACHE_HOME  := $(if $(filter Darwin,$(shell uname -s)),$(HOME)/Library/Caches,$(
 VECTORS_HOME := $(CACHE_HOME)/mnemo/wink-sg100-100k.bin
 WORDVEC_SRC := $(filter-out %_test.go,$(wildcard memory/embed/wordvec/*.go memory/embed/wordvec/cmd/mkvectors/*.go))
 
-.PHONY: all build run voice-deps vectors-home test test-audio bench-voice deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale bench-vault fuzz clean
+.PHONY: all build run voice-deps vectors-home test test-audio bench-voice deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale bench-vault bench-archive fuzz clean
 
 all: build
 
@@ -135,6 +135,10 @@ bench-recall-scale: vectors
 
 # The vault at 10 and 10,000 notes: one auto-applied write (file, commit,
 # ledger; with recall's reindex in memory/recollect), search and list p95.
+# Export and import at the vault issue's scale (1M turns, 10,000 notes).
+bench-archive:
+	$(GO) test -run '^$$' -bench BenchmarkExportImport -benchtime 1x -timeout 30m ./memory/archive/ -args -archive.turns 1000000 -archive.notes 10000
+
 bench-vault:
 	$(GO) test -run '^$$' -bench 'BenchmarkApply|BenchmarkList' -benchtime 200x -timeout 30m ./memory/vault/
 	$(GO) test -run '^$$' -bench 'BenchmarkVault' -benchtime 200x -timeout 30m ./memory/recollect/

@@ -60,13 +60,25 @@ func TestKnowledgeInRecall(t *testing.T) {
 	c := mustDial(t, d.Addr)
 	indexUntil(t, c, "recall ready", func(ix *ipc.IndexHealth) bool { return ix.Ready })
 
+	// With word vectors other notes (the tool catalog) may follow as weak
+	// semantic matches: the note comes first, the superseded one never.
 	hits := searchOnce(t, c, &ipc.Search{Query: "Douro", Kinds: []string{ipc.KindKnowledge}})
-	if len(hits) != 1 || hits[0].Path != "knowledge/people/home.md" || hits[0].Heading != "Where" || hits[0].Status != "active" || hits[0].Confidence != 0.8 {
-		t.Fatalf("hits for Douro: %+v, want the active note, by file and heading", hits)
+	if len(hits) == 0 || hits[0].Path != "knowledge/people/home.md" || hits[0].Heading != "Where" || hits[0].Status != "active" || hits[0].Confidence != 0.8 {
+		t.Fatalf("hits for Douro: %+v, want the active note first, by file and heading", hits)
+	}
+	for _, h := range hits {
+		if h.Path == "knowledge/people/old-home.md" || h.Status != "active" {
+			t.Fatalf("hits for Douro: %+v, want active notes only", hits)
+		}
 	}
 	hits = searchOnce(t, c, &ipc.Search{Query: "Douro", Kinds: []string{ipc.KindKnowledge}, Statuses: []string{"superseded"}})
-	if len(hits) != 1 || hits[0].Path != "knowledge/people/old-home.md" {
+	if len(hits) == 0 || hits[0].Path != "knowledge/people/old-home.md" {
 		t.Fatalf("superseded hits for Douro: %+v", hits)
+	}
+	for _, h := range hits {
+		if h.Status != "superseded" {
+			t.Fatalf("superseded hits for Douro: %+v, want superseded notes only", hits)
+		}
 	}
 
 	model.Enqueue(

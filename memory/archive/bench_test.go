@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,8 +54,15 @@ func benchRoot(b *testing.B, turns, notes int) string {
 
 // BenchmarkExportImport: 100k turns and 1,000 notes (the issue asks for
 // 1M and 10,000; both scale with bytes, see DESIGN.md).
+// The root's size: make bench-archive passes the issue's 1M turns and
+// 10,000 notes.
+var (
+	benchTurns = flag.Int("archive.turns", 100_000, "BenchmarkExportImport: journal turns")
+	benchNotes = flag.Int("archive.notes", 1_000, "BenchmarkExportImport: knowledge notes")
+)
+
 func BenchmarkExportImport(b *testing.B) {
-	src := benchRoot(b, 100_000, 1_000)
+	src := benchRoot(b, *benchTurns, *benchNotes)
 	var arc []byte
 	b.Run("export", func(b *testing.B) {
 		for b.Loop() {
