@@ -26,7 +26,7 @@ import (
 // manifest that was edited.
 
 // ToolCatalogPath is the catalog in the memory root.
-const ToolCatalogPath = "knowledge/system/tool_catalog.md"
+const ToolCatalogPath = vault.ToolCatalogFile
 
 // catalogAuthor writes the catalog: a job, in the ledger and git log.
 const catalogAuthor = "job:tool-catalog"

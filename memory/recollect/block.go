@@ -3,6 +3,7 @@ package recollect
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/recall"
 	"github.com/mnemo/mnemo/memory/recall/indexer"
+	"github.com/mnemo/mnemo/memory/vault"
 )
 
 // memoryTimeout bounds how long a turn waits for relevant memories: the
@@ -75,7 +77,9 @@ func (rs *system) relevantNotes(ctx context.Context, q recall.Query, allowance i
 		rs.log.Debug("no relevant notes for this turn", "err", err)
 		return nil
 	}
-	return hits
+	// The generated tool catalog repeats the tool definitions the model
+	// is given with every call: searchable, never injected.
+	return slices.DeleteFunc(hits, func(h recall.Hit) bool { return h.Doc.Channel == vault.ToolCatalogFile })
 }
 
 // relevant searches documents of one kind, enough of them to fill

@@ -394,3 +394,28 @@ func TestRelevantKnowledgeFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestToolCatalogNotInjected: the generated tool catalog is found by a
+// search but never injected as something the companion knows.
+func TestToolCatalogNotInjected(t *testing.T) {
+	root := t.TempDir()
+	writeNote(t, root, vault.ToolCatalogFile, note(vault.NewNoteID(), "active", 1,
+		"## garden_planner\n\nPlans garden tomatoes in raised beds.\n"))
+	writeNote(t, root, "knowledge/projects/garden.md", note(vault.NewNoteID(), "active", 0.9,
+		"## Beds\n\nThe owner grows garden tomatoes in two raised beds.\n"))
+	m := knowledgeMemory(t, root, nil)
+	hits, err := m.Search(t.Context(), memory.SearchRequest{Query: "garden tomatoes raised beds", K: 5, Kinds: []string{memory.KindKnowledge}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(hits, func(h memory.Hit) bool { return h.Path == vault.ToolCatalogFile }) {
+		t.Fatalf("search hits %+v: want the catalog among them", hits)
+	}
+	block := m.Relevant(t.Context(), memory.ContextRequest{Query: "garden tomatoes raised beds", Knowledge: 2000, Injected: map[string]bool{}})
+	if !strings.Contains(block, "knowledge/projects/garden.md") {
+		t.Fatalf("the note is not injected:\n%s", block)
+	}
+	if strings.Contains(block, vault.ToolCatalogFile) || strings.Contains(block, "garden_planner") {
+		t.Errorf("the tool catalog is injected:\n%s", block)
+	}
+}

@@ -35,6 +35,10 @@ const (
 	SummariesDir   = "summaries"
 	ContinuityFile = "continuity.json"
 	AgentFile      = "AGENT.md"
+	// ToolCatalogFile is the tool catalog hearth generates from its
+	// registry: readable and searchable, but never injected as something
+	// the companion knows (the model has the tools' definitions already).
+	ToolCatalogFile = "knowledge/system/tool_catalog.md"
 )
 
 // layoutDirs are the vault's directories, created when missing.
