@@ -12,10 +12,8 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/mnemo/mnemo/data"
 	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/tools"
-	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/vault"
 )
 
@@ -55,20 +53,6 @@ func catalogSpecs() []tools.Spec {
 	}
 }
 
-// openVault lays out a memory root with its vault.
-func openVault(t *testing.T) (*vault.Vault, string) {
-	t.Helper()
-	dir := t.TempDir()
-	if _, err := memory.Open(t.Context(), dir, data.Defaults(), nil); err != nil {
-		t.Fatal(err)
-	}
-	v, err := vault.Open(t.Context(), dir, data.Vault(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v, dir
-}
-
 func catalogCommits(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
@@ -87,7 +71,7 @@ func catalogCommits(t *testing.T, dir string) []string {
 // start — and again when the tools or manifests change, or the owner
 // edits it.
 func TestToolCatalog(t *testing.T) {
-	v, dir := openVault(t)
+	v, _, dir := openVault(t)
 	reg := &catalogTools{}
 	reg.set(catalogSpecs(), errors.New("tools/typo.tool.json: unknown field"))
 	h, err := hearth.New(hearth.Config{Journal: &memJournal{}, Vault: v, Tools: reg})
@@ -180,7 +164,7 @@ func TestToolCatalog(t *testing.T) {
 // a List that finds them as they were writes nothing.
 func TestToolCatalogKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		v, dir := openVault(t)
+		v, _, dir := openVault(t)
 		reg := &catalogTools{}
 		reg.set(catalogSpecs())
 		h := runCore(t, hearth.Config{Journal: &memJournal{}, Vault: v, Tools: reg, ToolCatalog: true, Voice: &fakeMinter{}})

@@ -9,11 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mnemo/mnemo/data"
 	"github.com/mnemo/mnemo/hearth"
-	"github.com/mnemo/mnemo/memory"
-	"github.com/mnemo/mnemo/memory/journal"
-	"github.com/mnemo/mnemo/memory/vault"
 )
 
 // knowMemory is a Memory that records the vault files it is told of.
@@ -40,20 +36,7 @@ func (m *knowMemory) told() [][]string {
 // it wrote, and an owner's edit committed before a write is told too, so
 // that recall indexes them before the write returns.
 func TestVaultWritesReachRecall(t *testing.T) {
-	dir := t.TempDir()
-	root, err := memory.Open(t.Context(), dir, data.Defaults(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := vault.Open(t.Context(), dir, data.Vault(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := journal.Open(root.ThreadsDir(), journal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
+	v, j, dir := openVaultRoot(t)
 	mem := &knowMemory{}
 	h := runCore(t, hearth.Config{Journal: j, Vault: v, Memory: mem, ShutdownGrace: 5 * time.Second})
 

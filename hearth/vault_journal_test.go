@@ -13,8 +13,9 @@ import (
 	"github.com/mnemo/mnemo/memory/vault"
 )
 
-// openVaultRoot opens a memory root with its vault and journal.
-func openVaultRoot(t *testing.T) (*vault.Vault, *journal.Journal, string) {
+// openVault opens a memory root in a new folder with its vault laid out;
+// it returns the vault, the threads folder and the root.
+func openVault(t *testing.T) (*vault.Vault, string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	root, err := memory.Open(t.Context(), dir, data.Defaults(), nil)
@@ -25,7 +26,14 @@ func openVaultRoot(t *testing.T) (*vault.Vault, *journal.Journal, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := journal.Open(root.ThreadsDir(), journal.Options{})
+	return v, root.ThreadsDir(), dir
+}
+
+// openVaultRoot opens a memory root with its vault and journal.
+func openVaultRoot(t *testing.T) (*vault.Vault, *journal.Journal, string) {
+	t.Helper()
+	v, threads, dir := openVault(t)
+	j, err := journal.Open(threads, journal.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,15 +23,7 @@ import (
 // the core starts; the subscription is taken before the core runs.
 func startKeptVault(t *testing.T, locked bool, before map[string]string) (*hearth.Hearth, *hearth.Subscription, string) {
 	t.Helper()
-	dir := t.TempDir()
-	root, err := memory.Open(t.Context(), dir, data.Defaults(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := vault.Open(t.Context(), dir, data.Vault(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, threads, dir := openVault(t)
 	for p, c := range before {
 		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o600); err != nil {
 			t.Fatal(err)
@@ -42,7 +34,7 @@ func startKeptVault(t *testing.T, locked bool, before map[string]string) (*heart
 			t.Fatal(err)
 		}
 	}
-	h, s, _ := keptCore(t, root.ThreadsDir(), v)
+	h, s, _ := keptCore(t, threads, v)
 	return h, s, dir
 }
 

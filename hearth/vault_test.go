@@ -12,10 +12,8 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/mnemo/mnemo/data"
 	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/memory"
-	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/vault"
 )
 
@@ -23,20 +21,7 @@ import (
 // runs a core over it.
 func startVaultCore(t *testing.T) (*hearth.Hearth, string) {
 	t.Helper()
-	dir := t.TempDir()
-	root, err := memory.Open(t.Context(), dir, data.Defaults(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := vault.Open(t.Context(), dir, data.Vault(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := journal.Open(root.ThreadsDir(), journal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
+	v, j, dir := openVaultRoot(t)
 	return runCore(t, hearth.Config{Journal: j, Vault: v, ShutdownGrace: 5 * time.Second}), dir
 }
 
