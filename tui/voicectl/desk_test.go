@@ -240,6 +240,28 @@ func isFinal(role string) func(voicectl.Event) bool {
 	}
 }
 
+// isAgentText matches the agent's final text.
+func isAgentText(text string) func(voicectl.Event) bool {
+	return func(ev voicectl.Event) bool {
+		f, ok := ev.(voicectl.Final)
+		return ok && f.Role == voicectl.RoleAgent && f.Text == text
+	}
+}
+
+// stopTruncated ends the session and returns the one truncate the
+// provider was sent, which must fall inside an item of itemMS.
+func (r *run) stopTruncated(t *testing.T, itemMS int) int {
+	t.Helper()
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	truncs := r.srv.Truncates()
+	if len(truncs) != 1 || truncs[0] <= 0 || truncs[0] >= itemMS {
+		t.Fatalf("truncates %v, want one inside the %d ms item", truncs, itemMS)
+	}
+	return truncs[0]
+}
+
 // stop ends the session and waits for Ended.
 func (r *run) stop(t *testing.T) error {
 	t.Helper()
@@ -334,17 +356,8 @@ func TestBargeIn(t *testing.T) {
 				r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
 				r.until(t, "you speaking", isState(voicectl.UserSpeaking))
 				r.until(t, "truncated agent final", isFinal(voicectl.RoleAgent))
-				r.until(t, "second reply stored", func(ev voicectl.Event) bool {
-					f, ok := ev.(voicectl.Final)
-					return ok && f.Role == voicectl.RoleAgent && f.Text == "Okay."
-				})
-				if err := r.stop(t); err != nil {
-					t.Fatal(err)
-				}
-				truncs := r.srv.Truncates()
-				if len(truncs) != 1 || truncs[0] <= 0 || truncs[0] >= 2000 {
-					t.Fatalf("truncates %v, want one inside the reply", truncs)
-				}
+				r.until(t, "second reply stored", isAgentText("Okay."))
+				truncs := []int{r.stopTruncated(t, 2000)}
 				var agent []ipc.Transcript
 				for _, tr := range r.h.transcripts() {
 					if tr.Role == "agent" {
@@ -399,17 +412,8 @@ func TestBargeInDropsQueuedItems(t *testing.T) {
 					dr, ok := ev.(voicectl.Dropped)
 					return ok && dr.ItemID == queued.ItemID
 				})
-				r.until(t, "reply to the barge-in", func(ev voicectl.Event) bool {
-					f, ok := ev.(voicectl.Final)
-					return ok && f.Role == voicectl.RoleAgent && f.Text == "Okay."
-				})
-				if err := r.stop(t); err != nil {
-					t.Fatal(err)
-				}
-				truncs := r.srv.Truncates()
-				if len(truncs) != 1 || truncs[0] <= 0 || truncs[0] >= 2000 {
-					t.Fatalf("truncates %v, want one inside the first item", truncs)
-				}
+				r.until(t, "reply to the barge-in", isAgentText("Okay."))
+				truncs := []int{r.stopTruncated(t, 2000)}
 				var agent []string
 				for _, tr := range r.h.transcripts() {
 					if tr.Role == "agent" {
