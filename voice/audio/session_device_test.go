@@ -22,10 +22,12 @@ import (
 // system canceller (scripts/echo-cancel.sh) removes it.
 //
 // Half duplex is tested with the room carrying the speaker to the mic at
-// full level; echo-cancel with a desk's coupling, 10 dB down: at full
+// full level; echo-cancel with a desk's coupling, 16 dB down: at full
 // level the canceller's residual on this loaded machine (after output
 // underflows it re-converges) reaches -36 dBFS, the stand-in's energy
-// VAD threshold, and the agent interrupted itself (DESIGN.md, "Echo").
+// VAD threshold, and the agent interrupted itself (DESIGN.md, "Echo");
+// 10 dB down left it 2.7–5 dB under the threshold, too thin for a
+// loaded CI machine.
 func TestSessionOnDevice(t *testing.T) {
 	needAudio(t)
 	user := speech(t, "en-us", "Hello. What should I plant next to the tomatoes?")
@@ -36,7 +38,7 @@ func TestSessionOnDevice(t *testing.T) {
 		name string
 		mode Mode
 		room string // the loopback's volume
-	}{{"half duplex", HalfDuplex, "0dB"}, {"echo-cancel", EchoCancel, "-10dB"}} {
+	}{{"half duplex", HalfDuplex, "0dB"}, {"echo-cancel", EchoCancel, "-16dB"}} {
 		t.Run(tt.name, func(t *testing.T) {
 			setModuleVolume(t, room, tt.room)
 			if tt.mode == EchoCancel {
