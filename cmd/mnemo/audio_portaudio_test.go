@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mnemo/mnemo/tui/voicectl"
+	"github.com/mnemo/mnemo/tui/voicectl/voicectltest"
 	"github.com/mnemo/mnemo/voice"
 	"github.com/mnemo/mnemo/voice/voicetest"
 )
@@ -65,18 +66,7 @@ func TestDeskOnDevices(t *testing.T) {
 	go func() { done <- desk.Run(ctx) }()
 	next := func(what string, ok func(voicectl.Event) bool) {
 		t.Helper()
-		for {
-			ev, err := desk.Next(ctx)
-			if err != nil {
-				t.Fatalf("waiting for %s: %v", what, err)
-			}
-			if e, end := ev.(voicectl.Ended); end {
-				t.Fatalf("ended waiting for %s: %v", what, e.Err)
-			}
-			if ok(ev) {
-				return
-			}
-		}
+		voicectltest.Await(ctx, t, desk, what, ok)
 	}
 	state := func(s voicectl.State) func(voicectl.Event) bool {
 		return func(ev voicectl.Event) bool { sc, ok := ev.(voicectl.StateChanged); return ok && sc.State == s }

@@ -127,18 +127,7 @@ func TestVoiceDeskE2E(t *testing.T) {
 	go func() { done <- desk.Run(ctx) }()
 	next := func(what string, ok func(voicectl.Event) bool) {
 		t.Helper()
-		for {
-			ev, err := desk.Next(ctx)
-			if err != nil {
-				t.Fatalf("waiting for %s: %v", what, err)
-			}
-			if e, end := ev.(voicectl.Ended); end {
-				t.Fatalf("the session ended waiting for %s: %v", what, e.Err)
-			}
-			if ok(ev) {
-				return
-			}
-		}
+		voicectltest.Await(ctx, t, desk, what, ok)
 	}
 	next("listening", func(ev voicectl.Event) bool {
 		s, ok := ev.(voicectl.StateChanged)
