@@ -106,7 +106,36 @@ func findDevice(name string, input bool) (*portaudio.DeviceInfo, error) {
 // DeviceConfig chooses the devices; "" is the system default.
 type DeviceConfig struct {
 	Input, Output string
-	Logger        *slog.Logger
+	// InputPeriod and OutputPeriod are the device buffers, whole 20 ms
+	// frames (0: DefaultInputPeriod, DefaultOutputPeriod). A longer
+	// period wakes the device layer less often and adds its length to
+	// that direction's latency.
+	InputPeriod, OutputPeriod time.Duration
+	Logger                    *slog.Logger
+
+	// blocking drives the streams with PortAudio's blocking Read and
+	// Write from two goroutines, as before the callbacks: kept only so
+	// the benchmarks can compare the two in one run.
+	blocking bool
+}
+
+// The device periods. Capture takes 40 ms buffers: half the wake-ups of
+// 20 ms for 20 ms more before a frame is sent (still 20 ms frames on the
+// wire). Playback keeps 20 ms: its period is added to every reply and to
+// barge-in. Measured in DESIGN.md ("Voice measurements").
+const (
+	DefaultInputPeriod  = 40 * time.Millisecond
+	DefaultOutputPeriod = 20 * time.Millisecond
+)
+
+// periodFrames is d in samples, rounded to whole 20 ms frames (at least one).
+func periodFrames(d, def time.Duration) int {
+	if d <= 0 {
+		d = def
+	}
+	const frame = time.Second * FrameSamples / SampleRate
+	n := int((d + frame/2) / frame)
+	return max(1, n) * FrameSamples
 }
 
 // DeviceStats counts the device's complaints, which are warnings: the
@@ -117,14 +146,15 @@ type DeviceStats struct {
 }
 
 // Streams are the open input and output streams: 24 kHz int16 mono,
-// 20 ms buffers, separate streams (one duplex stream corrupted playback
-// on these machines). The input loop feeds a Capture, the output loop
-// drains a Player.
+// separate streams (one duplex stream corrupted playback on these
+// machines). PortAudio calls back on its own thread each device period:
+// the input callback hands the buffer to a Capture, the output callback
+// fills it from a Player; both only copy under a short lock, never wait.
 type Streams struct {
 	log       *slog.Logger
 	in, out   *portaudio.Stream
-	inBuf     []int16
-	outBuf    []int16
+	inBuf     []int16 // blocking mode only
+	outBuf    []int16 // blocking mode only
 	latency   time.Duration
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -159,12 +189,22 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 		if err != nil {
 			return nil, err
 		}
-		s.inBuf = make([]int16, FrameSamples)
+		n := periodFrames(cfg.InputPeriod, DefaultInputPeriod)
+		var arg any = func(in []int16, _ portaudio.StreamCallbackTimeInfo, flags portaudio.StreamCallbackFlags) {
+			if flags&portaudio.InputOverflow != 0 {
+				s.warn(&s.overflow, "audio input overflowed: capture samples lost")
+			}
+			c.Write(in)
+		}
+		if cfg.blocking {
+			s.inBuf = make([]int16, n)
+			arg = s.inBuf
+		}
 		s.in, err = portaudio.OpenStream(portaudio.StreamParameters{
 			Input:           portaudio.StreamDeviceParameters{Device: dev, Channels: 1, Latency: dev.DefaultLowInputLatency},
 			SampleRate:      SampleRate,
-			FramesPerBuffer: FrameSamples,
-		}, s.inBuf)
+			FramesPerBuffer: n,
+		}, arg)
 		if err != nil {
 			return nil, fmt.Errorf("open input %q: %w", dev.Name, err)
 		}
@@ -174,12 +214,22 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 		if err != nil {
 			return nil, err
 		}
-		s.outBuf = make([]int16, FrameSamples)
+		n := periodFrames(cfg.OutputPeriod, DefaultOutputPeriod)
+		var arg any = func(out []int16, _ portaudio.StreamCallbackTimeInfo, flags portaudio.StreamCallbackFlags) {
+			if flags&portaudio.OutputUnderflow != 0 {
+				s.warn(&s.underflow, "audio output underflowed: the device played a gap")
+			}
+			p.Read(out)
+		}
+		if cfg.blocking {
+			s.outBuf = make([]int16, n)
+			arg = s.outBuf
+		}
 		s.out, err = portaudio.OpenStream(portaudio.StreamParameters{
 			Output:          portaudio.StreamDeviceParameters{Device: dev, Channels: 1, Latency: dev.DefaultLowOutputLatency},
 			SampleRate:      SampleRate,
-			FramesPerBuffer: FrameSamples,
-		}, s.outBuf)
+			FramesPerBuffer: n,
+		}, arg)
 		if err != nil {
 			return nil, fmt.Errorf("open output %q: %w", dev.Name, err)
 		}
@@ -196,16 +246,17 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 		}
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
-	if s.in != nil {
+	if cfg.blocking && s.in != nil {
 		s.wg.Go(func() { s.captureLoop(ctx, c) })
 	}
-	if s.out != nil {
+	if cfg.blocking && s.out != nil {
 		s.wg.Go(func() { s.playLoop(ctx, p) })
 	}
 	return s, nil
 }
 
-// captureLoop reads 20 ms buffers; Capture copies what it keeps.
+// captureLoop (blocking mode) reads device buffers; Capture copies what
+// it keeps.
 func (s *Streams) captureLoop(ctx context.Context, c *Capture) {
 	for ctx.Err() == nil {
 		err := s.in.Read()
@@ -219,7 +270,8 @@ func (s *Streams) captureLoop(ctx context.Context, c *Capture) {
 	}
 }
 
-// playLoop writes 20 ms buffers; the blocking Write paces it.
+// playLoop (blocking mode) writes device buffers; the blocking Write
+// paces it.
 func (s *Streams) playLoop(ctx context.Context, p *Player) {
 	for ctx.Err() == nil {
 		p.Read(s.outBuf)
@@ -265,7 +317,8 @@ func (s *Streams) Err() error {
 	return s.err
 }
 
-// Close stops both loops (within one buffer), then the streams.
+// Close stops the streams: no callback runs once it returns (and, in
+// blocking mode, both loops within one buffer).
 func (s *Streams) Close() error {
 	s.cancel()
 	s.wg.Wait()
