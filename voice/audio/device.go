@@ -112,17 +112,14 @@ type DeviceConfig struct {
 	// that direction's latency.
 	InputPeriod, OutputPeriod time.Duration
 	Logger                    *slog.Logger
-
-	// blocking drives the streams with PortAudio's blocking Read and
-	// Write from two goroutines, as before the callbacks: kept only so
-	// the benchmarks can compare the two in one run.
-	blocking bool
 }
 
-// The device periods. Capture takes 40 ms buffers: half the wake-ups of
-// 20 ms for 20 ms more before a frame is sent (still 20 ms frames on the
-// wire). Playback keeps 20 ms: its period is added to every reply and to
-// barge-in. Measured in DESIGN.md ("Voice measurements").
+// The device periods. Capture takes 40 ms buffers: capturing through
+// ALSA's pulse plugin costs about three times what playing does, and half
+// the wake-ups halve it, for at most 20 ms more before a frame is sent
+// (the first of the two; still 20 ms frames on the wire). Playback keeps
+// 20 ms: its period is added to every reply and to barge-in. Measured in
+// DESIGN.md ("Voice measurements").
 const (
 	DefaultInputPeriod  = 40 * time.Millisecond
 	DefaultOutputPeriod = 20 * time.Millisecond
@@ -147,14 +144,16 @@ type DeviceStats struct {
 
 // Streams are the open input and output streams: 24 kHz int16 mono,
 // separate streams (one duplex stream corrupted playback on these
-// machines). PortAudio calls back on its own thread each device period:
-// the input callback hands the buffer to a Capture, the output callback
-// fills it from a Player; both only copy under a short lock, never wait.
+// machines), each read or written by a goroutine of its own with
+// PortAudio's blocking calls. (PortAudio's callbacks cost the same here
+// and, after an output underflow, lose samples the Player counted as
+// played instead of playing a gap: DESIGN.md.) The input loop feeds a
+// Capture, the output loop drains a Player.
 type Streams struct {
 	log       *slog.Logger
 	in, out   *portaudio.Stream
-	inBuf     []int16 // blocking mode only
-	outBuf    []int16 // blocking mode only
+	inBuf     []int16
+	outBuf    []int16
 	latency   time.Duration
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -189,22 +188,12 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 		if err != nil {
 			return nil, err
 		}
-		n := periodFrames(cfg.InputPeriod, DefaultInputPeriod)
-		var arg any = func(in []int16, _ portaudio.StreamCallbackTimeInfo, flags portaudio.StreamCallbackFlags) {
-			if flags&portaudio.InputOverflow != 0 {
-				s.warn(&s.overflow, "audio input overflowed: capture samples lost")
-			}
-			c.Write(in)
-		}
-		if cfg.blocking {
-			s.inBuf = make([]int16, n)
-			arg = s.inBuf
-		}
+		s.inBuf = make([]int16, periodFrames(cfg.InputPeriod, DefaultInputPeriod))
 		s.in, err = portaudio.OpenStream(portaudio.StreamParameters{
 			Input:           portaudio.StreamDeviceParameters{Device: dev, Channels: 1, Latency: dev.DefaultLowInputLatency},
 			SampleRate:      SampleRate,
-			FramesPerBuffer: n,
-		}, arg)
+			FramesPerBuffer: len(s.inBuf),
+		}, s.inBuf)
 		if err != nil {
 			return nil, fmt.Errorf("open input %q: %w", dev.Name, err)
 		}
@@ -214,22 +203,12 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 		if err != nil {
 			return nil, err
 		}
-		n := periodFrames(cfg.OutputPeriod, DefaultOutputPeriod)
-		var arg any = func(out []int16, _ portaudio.StreamCallbackTimeInfo, flags portaudio.StreamCallbackFlags) {
-			if flags&portaudio.OutputUnderflow != 0 {
-				s.warn(&s.underflow, "audio output underflowed: the device played a gap")
-			}
-			p.Read(out)
-		}
-		if cfg.blocking {
-			s.outBuf = make([]int16, n)
-			arg = s.outBuf
-		}
+		s.outBuf = make([]int16, periodFrames(cfg.OutputPeriod, DefaultOutputPeriod))
 		s.out, err = portaudio.OpenStream(portaudio.StreamParameters{
 			Output:          portaudio.StreamDeviceParameters{Device: dev, Channels: 1, Latency: dev.DefaultLowOutputLatency},
 			SampleRate:      SampleRate,
-			FramesPerBuffer: n,
-		}, arg)
+			FramesPerBuffer: len(s.outBuf),
+		}, s.outBuf)
 		if err != nil {
 			return nil, fmt.Errorf("open output %q: %w", dev.Name, err)
 		}
@@ -246,17 +225,17 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 		}
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
-	if cfg.blocking && s.in != nil {
+	if s.in != nil {
 		s.wg.Go(func() { s.captureLoop(ctx, c) })
 	}
-	if cfg.blocking && s.out != nil {
+	if s.out != nil {
 		s.wg.Go(func() { s.playLoop(ctx, p) })
 	}
 	return s, nil
 }
 
-// captureLoop (blocking mode) reads device buffers; Capture copies what
-// it keeps.
+// captureLoop reads device buffers; Capture cuts them into 20 ms frames
+// and copies what it keeps.
 func (s *Streams) captureLoop(ctx context.Context, c *Capture) {
 	for ctx.Err() == nil {
 		err := s.in.Read()
@@ -270,8 +249,7 @@ func (s *Streams) captureLoop(ctx context.Context, c *Capture) {
 	}
 }
 
-// playLoop (blocking mode) writes device buffers; the blocking Write
-// paces it.
+// playLoop writes device buffers; the blocking Write paces it.
 func (s *Streams) playLoop(ctx context.Context, p *Player) {
 	for ctx.Err() == nil {
 		p.Read(s.outBuf)
@@ -317,8 +295,7 @@ func (s *Streams) Err() error {
 	return s.err
 }
 
-// Close stops the streams: no callback runs once it returns (and, in
-// blocking mode, both loops within one buffer).
+// Close stops both loops (within one buffer), then the streams.
 func (s *Streams) Close() error {
 	s.cancel()
 	s.wg.Wait()

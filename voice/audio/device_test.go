@@ -390,3 +390,23 @@ func TestEchoGated(t *testing.T) {
 		})
 	}
 }
+
+func TestPeriodFrames(t *testing.T) {
+	for _, tt := range []struct {
+		d, def time.Duration
+		want   int
+	}{
+		{0, DefaultInputPeriod, 2 * FrameSamples},
+		{0, DefaultOutputPeriod, FrameSamples},
+		{20 * time.Millisecond, DefaultInputPeriod, FrameSamples},
+		{40 * time.Millisecond, DefaultOutputPeriod, 2 * FrameSamples},
+		{49 * time.Millisecond, 0, 2 * FrameSamples},         // whole frames, rounded
+		{51 * time.Millisecond, 0, 3 * FrameSamples},         // up from half a frame
+		{time.Millisecond, DefaultInputPeriod, FrameSamples}, // never less than one
+		{-time.Second, DefaultOutputPeriod, FrameSamples},
+	} {
+		if got := periodFrames(tt.d, tt.def); got != tt.want {
+			t.Errorf("periodFrames(%v, %v) = %d, want %d", tt.d, tt.def, got, tt.want)
+		}
+	}
+}

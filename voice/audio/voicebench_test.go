@@ -113,23 +113,23 @@ func threadCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// benchDevices are the device set-ups the benchmarks compare, in one
-// run so a shared machine's load hits them alike: PortAudio's blocking
-// streams with 20 ms buffers (mnemo before the callbacks), callbacks at
-// 20 ms both ways, and the defaults (callbacks, 40 ms capture, 20 ms
-// playback).
+// benchDevices are the device periods the benchmarks compare, in one run
+// so a shared machine's load hits them alike: 20 ms both ways (mnemo
+// before), the defaults (40 ms capture, 20 ms playback), and 40 ms both
+// ways.
 func benchDevices() []benchDevice {
 	return []benchDevice{
-		{"blocking-20-20", DeviceConfig{blocking: true, InputPeriod: 20 * time.Millisecond, OutputPeriod: 20 * time.Millisecond}},
-		{"callback-20-20", DeviceConfig{InputPeriod: 20 * time.Millisecond, OutputPeriod: 20 * time.Millisecond}},
-		{"default", DeviceConfig{}},
-		{"callback-40-40", DeviceConfig{InputPeriod: 40 * time.Millisecond, OutputPeriod: 40 * time.Millisecond}},
+		{name: "20-20", cfg: DeviceConfig{InputPeriod: 20 * time.Millisecond, OutputPeriod: 20 * time.Millisecond}},
+		{name: "default", cfg: DeviceConfig{}},
+		{name: "40-40", cfg: DeviceConfig{InputPeriod: 40 * time.Millisecond, OutputPeriod: 40 * time.Millisecond}},
 	}
 }
 
 type benchDevice struct {
 	name string
 	cfg  DeviceConfig
+	// only opens one direction: "in" or "out" (BenchmarkVoiceDevicesIdle)
+	only string
 }
 
 func pct(ds []time.Duration, p float64) time.Duration {
@@ -260,6 +260,11 @@ func BenchmarkVoiceDevicesIdle(b *testing.B) {
 	needAudio(b)
 	const window, rounds = 5 * time.Second, 3
 	devs := benchDevices()
+	for _, ms := range []time.Duration{20, 40} {
+		cfg := DeviceConfig{InputPeriod: ms * time.Millisecond, OutputPeriod: ms * time.Millisecond}
+		devs = append(devs, benchDevice{name: fmt.Sprintf("in-only-%d", ms), cfg: cfg, only: "in"},
+			benchDevice{name: fmt.Sprintf("out-only-%d", ms), cfg: cfg, only: "out"})
+	}
 	cpus := make([][]float64, len(devs))
 	for round := range rounds {
 		for i, dev := range devs {
@@ -271,7 +276,14 @@ func BenchmarkVoiceDevicesIdle(b *testing.B) {
 				for range c.Frames() {
 				}
 			}()
-			st, err := OpenStreams(b.Context(), dev.cfg, c, p)
+			oc, op := c, p
+			switch dev.only {
+			case "in":
+				op = nil
+			case "out":
+				oc = nil
+			}
+			st, err := OpenStreams(b.Context(), dev.cfg, oc, op)
 			if err != nil {
 				b.Fatal(err)
 			}
