@@ -151,8 +151,9 @@ func FuzzParseIndex(f *testing.F) {
 	})
 }
 
-// TestLooseObject: an object written loose has the id git gives it, reads
-// back through go-git, is the owner's only, and is not written twice.
+// TestLooseObject: an object written loose has the id git gives it, has
+// no name until flushed, reads back through git, is the owner's only, and
+// is not written twice.
 func TestLooseObject(t *testing.T) {
 	dir := newRoot(t)
 	lw := &looseWriter{gitDir: filepath.Join(dir, ".git")}
@@ -165,12 +166,18 @@ func TestLooseObject(t *testing.T) {
 			t.Fatalf("id %s, want %s", h, want)
 		}
 		path := filepath.Join(dir, ".git", "objects", h.String()[:2], h.String()[2:])
+		if _, err := os.Stat(path); err == nil {
+			t.Fatal("the object is named before flush")
+		}
+		if err := lw.flush(); err != nil {
+			t.Fatal(err)
+		}
 		st, err := os.Stat(path)
 		if err != nil || st.Mode().Perm() != 0o400 {
 			t.Fatalf("object file: %v, %v", st, err)
 		}
-		if _, err := lw.put(plumbing.BlobObject, data); err != nil {
-			t.Fatalf("written again: %v", err)
+		if _, err := lw.put(plumbing.BlobObject, data); err != nil || len(lw.temps) != 0 {
+			t.Fatalf("written again: %v, %d files", err, len(lw.temps))
 		}
 		run := gitRunner(t, dir)
 		if got := run("cat-file", "-p", h.String()); got != string(data) {
