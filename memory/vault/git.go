@@ -87,8 +87,8 @@ func (c *gitCache) commit(ctx context.Context, dir string, paths []string, messa
 	if st, err := os.Lstat(gitDir); err == nil && st.IsDir() {
 		lw = &looseWriter{gitDir: gitDir}
 		if c != nil {
-			lw.zw = c.zw
-			defer func() { c.zw = lw.zw }()
+			lw.zw, lw.zstore = c.zw, c.zstore
+			defer func() { c.zw, c.zstore = lw.zw, lw.zstore }()
 		}
 		defer lw.abort() // the objects of a commit that fails
 		put = lw.put

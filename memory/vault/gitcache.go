@@ -33,8 +33,8 @@ type gitCache struct {
 	// still that commit, needs no commit object read.
 	lastCommit, lastTree plumbing.Hash
 
-	index *cachedIndex
-	zw    *zlib.Writer // one compressor for every loose object
+	index      *cachedIndex
+	zw, zstore *zlib.Writer // the loose objects' compressors
 }
 
 // Bounds of the tree cache: a few folders of 10,000 notes at most.

@@ -253,7 +253,9 @@ func writeIndexFile(gitDir string, x *rawIndex) ([]byte, error) {
 // one, never a ref to an object the disk lost.
 type looseWriter struct {
 	gitDir string
-	zw     *zlib.Writer
+	zw     *zlib.Writer // level 1
+	zstore *zlib.Writer // level 0, for large trees
+	buf    bytes.Buffer
 	temps  []looseTemp
 	ids    map[plumbing.Hash]bool // written in this batch
 	dirs   map[string]bool        // folders whose entries change
@@ -321,28 +323,54 @@ func (lw *looseWriter) mark(dir string) {
 }
 
 // compress writes the object's loose form to f: zlib over its header and
-// content. The file is read-only, the owner's only.
+// content, built in memory and written at once (the compressor writes in
+// pieces of a few hundred bytes). The file is read-only, the owner's only.
 func (lw *looseWriter) compress(f *os.File, typ plumbing.ObjectType, data []byte) error {
-	if lw.zw == nil {
-		zw, err := zlib.NewWriterLevel(f, zlib.BestSpeed)
-		if err != nil {
-			return err
-		}
-		lw.zw = zw
-	} else {
-		lw.zw.Reset(f)
+	lw.buf.Reset()
+	zw, err := lw.compressor(typ, len(data))
+	if err != nil {
+		return err
 	}
 	hdr := strconv.AppendInt(append([]byte(typ.String()), ' '), int64(len(data)), 10)
-	if _, err := lw.zw.Write(append(hdr, 0)); err != nil {
+	if _, err := zw.Write(append(hdr, 0)); err != nil {
 		return err
 	}
-	if _, err := lw.zw.Write(data); err != nil {
+	if _, err := zw.Write(data); err != nil {
 		return err
 	}
-	if err := lw.zw.Close(); err != nil {
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	if _, err := f.Write(lw.buf.Bytes()); err != nil {
 		return err
 	}
 	return f.Chmod(0o400)
+}
+
+// storedTreeSize is the size from which a tree is stored uncompressed.
+const storedTreeSize = 16 << 10
+
+// compressor returns the zlib writer for an object, reset onto lw.buf.
+// Objects are compressed for speed (zlib level 1, as git's
+// core.looseCompression=1), and a large tree not at all (level 0): a
+// folder of 10,000 notes is a 370 KB tree, mostly hashes, that level 1
+// takes to 250 KB in 8 to 15 ms a commit, and level 0 stores in 0.3 ms.
+// Each commit writes it anew; git gc packs them as deltas of each other.
+func (lw *looseWriter) compressor(typ plumbing.ObjectType, size int) (*zlib.Writer, error) {
+	zw, level := &lw.zw, zlib.BestSpeed
+	if typ == plumbing.TreeObject && size >= storedTreeSize {
+		zw, level = &lw.zstore, zlib.NoCompression
+	}
+	if *zw == nil {
+		w, err := zlib.NewWriterLevel(&lw.buf, level)
+		if err != nil {
+			return nil, err
+		}
+		*zw = w
+	} else {
+		(*zw).Reset(&lw.buf)
+	}
+	return *zw, nil
 }
 
 // flush makes the objects put since the last flush durable and names
