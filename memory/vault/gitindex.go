@@ -312,8 +312,16 @@ func (lw *looseWriter) put(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 	}
 	lw.ids[h] = true
 	lw.mark(dir)
+	// A commit of thousands of files keeps no more than a batch open;
+	// naming objects early is safe (nothing names them yet).
+	if len(lw.temps) >= looseBatch {
+		return h, lw.flush()
+	}
 	return h, nil
 }
+
+// looseBatch is how many objects a looseWriter holds before flushing.
+const looseBatch = 64
 
 func (lw *looseWriter) mark(dir string) {
 	if lw.dirs == nil {
