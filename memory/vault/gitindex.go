@@ -321,7 +321,7 @@ func (lw *looseWriter) put(typ plumbing.ObjectType, data []byte) (plumbing.Hash,
 }
 
 // looseBatch is how many objects a looseWriter holds before flushing.
-const looseBatch = 64
+const looseBatch = 256
 
 func (lw *looseWriter) mark(dir string) {
 	if lw.dirs == nil {
