@@ -171,11 +171,75 @@ func (c *gitCache) commit(ctx context.Context, dir string, paths []string, messa
 		return fail(err)
 	}
 	// HEAD names a branch (refs/heads/…), or a commit when detached.
-	if err := repo.Storer.CheckAndSetReference(plumbing.NewHashReference(head.Name(), hash), head); err != nil {
-		return fail(fmt.Errorf("move %s: %w", head.Name(), err))
+	moved := false
+	if lw != nil {
+		if moved, err = moveRef(gitDir, head.Name(), head.Hash(), hash); err != nil {
+			return fail(fmt.Errorf("move %s: %w", head.Name(), err))
+		}
+	}
+	if !moved {
+		if err := repo.Storer.CheckAndSetReference(plumbing.NewHashReference(head.Name(), hash), head); err != nil {
+			return fail(fmt.Errorf("move %s: %w", head.Name(), err))
+		}
 	}
 	c.committed(hash, tree)
 	return hash.String(), nil
+}
+
+// moveRef moves the loose ref name of the repository at gitDir from old
+// to h as git does: under name.lock (created exclusively, so that a git
+// process at work on the ref makes it fail), the new value written and
+// fsync'd, renamed over the ref, and the folder fsync'd: a crash leaves
+// the old value or the new, never a torn file. It reports false, moving
+// nothing, when the ref is not a loose file (only in packed-refs), for
+// go-git to move.
+func moveRef(gitDir string, name plumbing.ReferenceName, old, h plumbing.Hash) (bool, error) {
+	if !strings.HasPrefix(name.String(), "refs/") && name != plumbing.HEAD {
+		return false, fmt.Errorf("not a ref: %s", name)
+	}
+	path := filepath.Join(gitDir, filepath.FromSlash(name.String()))
+	if !filepath.IsLocal(name.String()) {
+		return false, fmt.Errorf("not a ref: %s", name)
+	}
+	lock := path + ".lock"
+	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if errors.Is(err, fs.ErrExist) {
+		return false, fmt.Errorf("%s exists: another git process is moving it, or one crashed", lock)
+	}
+	if err != nil {
+		return false, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			f.Close()
+			os.Remove(lock)
+		}
+	}()
+	cur, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil // packed: go-git's
+	}
+	if err != nil {
+		return false, err
+	}
+	if got := strings.TrimSpace(string(cur)); got != old.String() {
+		return false, fmt.Errorf("moved meanwhile to %.40s", got)
+	}
+	if _, err := f.WriteString(h.String() + "\n"); err != nil {
+		return false, err
+	}
+	if err := f.Sync(); err != nil {
+		return false, err
+	}
+	if err := f.Close(); err != nil {
+		return false, err
+	}
+	if err := os.Rename(lock, path); err != nil {
+		return false, err
+	}
+	done = true
+	return true, syncDir(filepath.Dir(path))
 }
 
 // change is a staged path: its new blob and mode, or its removal.

@@ -166,3 +166,68 @@ func objectFiles(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
+
+// TestCommitMovesRef: a commit moves HEAD's ref as git does, whether it is
+// a loose file, only in packed-refs, or HEAD itself (detached); while a
+// git process holds the ref's lock the commit fails, leaving the ref and
+// the lock as they were.
+func TestCommitMovesRef(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(run func(args ...string) string)
+	}{
+		{"loose", func(func(args ...string) string) {}},
+		{"packed", func(run func(args ...string) string) { run("pack-refs", "--all", "--prune") }},
+		{"detached", func(run func(args ...string) string) { run("checkout", "-q", "--detach") }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := newRoot(t)
+			run := gitRunner(t, dir)
+			tc.setup(run)
+			v := New(dir, nil)
+			before := run("rev-parse", "HEAD")
+			if _, err := v.Apply(t.Context(), projectProposal(t, "knowledge/projects/a.md")); err != nil {
+				t.Fatal(err)
+			}
+			if got := run("rev-parse", "HEAD~1"); got != before {
+				t.Errorf("HEAD~1 is %s, want %s", got, before)
+			}
+			if _, err := v.Apply(t.Context(), projectProposal(t, "knowledge/projects/b.md")); err != nil {
+				t.Fatal(err)
+			}
+			run("fsck", "--strict")
+			if got := run("ls-tree", "--name-only", "HEAD", "knowledge/projects/"); got != "knowledge/projects/a.md\nknowledge/projects/b.md\n" {
+				t.Errorf("tree: %q", got)
+			}
+
+			ref := "HEAD"
+			if tc.name != "detached" {
+				ref = strings.TrimSpace(run("symbolic-ref", "HEAD"))
+			}
+			lock := filepath.Join(dir, ".git", filepath.FromSlash(ref)+".lock")
+			if err := os.WriteFile(lock, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			head := run("rev-parse", "HEAD")
+			_, err := v.Apply(t.Context(), projectProposal(t, "knowledge/projects/c.md"))
+			if err == nil {
+				t.Fatal("a commit under a held ref lock succeeded")
+			}
+			if got := run("rev-parse", "HEAD"); got != head {
+				t.Errorf("HEAD moved under a held lock: %s", got)
+			}
+			if _, err := os.Stat(lock); err != nil {
+				t.Errorf("the other process's lock: %v", err)
+			}
+			os.Remove(lock)
+			if _, err := v.CommitPending(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := headFile(t, dir, "knowledge/projects/c.md"); got == "" {
+				t.Error("the write is not committed once the lock is gone")
+			}
+			run("fsck", "--strict")
+		})
+	}
+}
