@@ -133,6 +133,15 @@ func (d *Door) routes() {
 	}
 	d.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c := d.newCall(w, r, "unknown")
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			r2 := r.Clone(r.Context())
+			r2.Method = m
+			if _, p := d.mux.Handler(r2); p != "/" && p != "" {
+				w.Header().Set("Allow", m)
+				d.finish(c, &apiError{status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed", msg: "use " + m + " for " + r.URL.Path})
+				return
+			}
+		}
 		d.finish(c, errNotFound)
 	})
 }

@@ -153,9 +153,6 @@ func readJSON(c *call, limit int64, name string, dst any) error {
 	case err != nil:
 		return badRequest("the body could not be read")
 	}
-	// The body is in: a long answer (a stream) must not be cut by the
-	// server's read deadline, which would cancel the request's context.
-	http.NewResponseController(c.w).SetReadDeadline(noDeadline)
 	return decodeChecked(body, name, dst)
 }
 

@@ -10,8 +10,6 @@ import (
 	"github.com/mnemo/mnemo/memory"
 )
 
-var noDeadline time.Time
-
 // turnEvent is one thing that happened in the turn a request sent: a
 // chunk of the reply, a tool call, or its result.
 type turnEvent struct {
