@@ -353,3 +353,13 @@ func (th *testHearth) history(t testing.TB) []journal.Record {
 	}
 	return recs
 }
+
+// allowAll admits the owner and the service and lets both do anything:
+// for what is the owner's alone whatever the policy (debug=true).
+type allowAll struct{}
+
+func (allowAll) Authenticate(ctx context.Context, cred string, src netip.Addr) (auth.Identity, error) {
+	return roleAuth{SharedToken: auth.SharedToken{Token: testToken}}.Authenticate(ctx, cred, src)
+}
+
+func (allowAll) Authorize(auth.Identity, auth.Resource, auth.Action) error { return nil }

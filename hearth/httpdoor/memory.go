@@ -189,7 +189,7 @@ const IngestDir = "knowledge/ingested/"
 func ingestPath(checksum string) string { return IngestDir + checksum[:16] + ".md" }
 
 // ingest answers POST /v1/ingest: every document becomes a knowledge note
-// proposed through the vault's policy (author service:<source>), with its
+// proposed through the vault's policy (author job:ingest-<source>), with its
 // provenance in the note's front matter; the vault indexes what it
 // applies. A document whose checksum was ingested (or is waiting for
 // review) is a duplicate.
@@ -237,7 +237,9 @@ func (d *Door) ingest(c *call) error {
 		o, err := d.core.Propose(ctx, vault.Proposal{
 			Op: vault.OpCreate, Path: p, Content: note,
 			Reason: fmt.Sprintf("ingested from %s", cmpStr(doc.SourceURI, "the HTTP API")),
-			Author: "service:" + req.Source,
+			// Not a turn of a thread: the document itself, by checksum.
+			Sources: []vault.Source{{Thread: "ingest:" + req.Source, ExcerptSHA256: checksum}},
+			Author:  "job:ingest-" + req.Source, // the vault's name for a program writing memory
 		})
 		if err != nil {
 			return err

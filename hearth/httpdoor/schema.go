@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -268,6 +269,10 @@ func check(s *jsonschema.Schema, v any, at string, cl *clarify) {
 		n := len([]rune(x))
 		if s.MinLength != nil && n < *s.MinLength || s.MaxLength != nil && n > *s.MaxLength {
 			cl.OutOfRange = append(cl.OutOfRange, nameOr(at))
+		} else if s.Pattern != "" {
+			if re, err := regexp.Compile(s.Pattern); err == nil && !re.MatchString(x) {
+				cl.BadTypes = append(cl.BadTypes, nameOr(at))
+			}
 		}
 	case int64, float64:
 		f := toFloat(x)
