@@ -3,9 +3,12 @@ package httpdoor
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -349,9 +352,20 @@ type embeddingList struct {
 }
 
 type embeddingItem struct {
-	Object    string    `json:"object"`
-	Index     int       `json:"index"`
-	Embedding []float32 `json:"embedding"`
+	Object string `json:"object"`
+	Index  int    `json:"index"`
+	// Embedding is the vector as numbers, or with encoding_format
+	// base64 as its little-endian float32s in base64 (what the npm
+	// openai package asks for by default).
+	Embedding any `json:"embedding"`
+}
+
+func base64Floats(v []float32) string {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 type embeddingUsage struct {
@@ -389,6 +403,9 @@ func (d *Door) embeddings(c *call) error {
 	for i, t := range texts {
 		toks += int64((len(t) + 3) / 4)
 		out.Data[i] = embeddingItem{Object: "embedding", Index: i, Embedding: vecs[i]}
+		if req.EncodingFormat == "base64" {
+			out.Data[i].Embedding = base64Floats(vecs[i])
+		}
 	}
 	out.Usage = embeddingUsage{PromptTokens: toks, TotalTokens: toks}
 	writeJSON(c, http.StatusOK, out)

@@ -1,9 +1,12 @@
 package httpdoor
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -147,6 +150,14 @@ func TestEmbeddingsOpenAIGo(t *testing.T) {
 	}
 	if err := Validate("embedding_list", []byte(res.RawJSON())); err != nil {
 		t.Fatal(err)
+	}
+	// base64, as the npm openai package asks by default: the same floats.
+	resp := th.do(t, "POST", "/v1/embeddings", `{"model":"any","input":"hello","encoding_format":"base64"}`)
+	m := readBody(t, resp, "embedding_list")
+	b64 := m["data"].([]any)[0].(map[string]any)["embedding"].(string)
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(raw) != 8 || math.Float32frombits(binary.LittleEndian.Uint32(raw[4:])) != 'h' {
+		t.Fatalf("base64 embedding %q: %v", b64, err)
 	}
 
 	// Without an embedder: 503 in the one error shape.
