@@ -145,6 +145,7 @@ type testConfig struct {
 	Vault    bool
 	Door     Options
 	Embedder Embedder
+	Quiet    bool // no log (benchmarks)
 }
 
 type testHearth struct {
@@ -202,6 +203,9 @@ func startHearth(t testing.TB, mutate func(*testConfig)) *testHearth {
 	}
 	logBuf := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(logBuf, t.Output()), nil))
+	if tc.Quiet {
+		log = slog.New(slog.DiscardHandler)
+	}
 	cfg := tc.Config
 	cfg.Journal, cfg.ShutdownGrace, cfg.Log = j, 2*time.Second, log
 	var ms Models
