@@ -248,8 +248,11 @@ func (d *Door) chatCompletions(c *call) error {
 		}
 		return s.fail(asAPIError(err))
 	}
-	if end.Problem != nil {
-		return s.fail(fromProblem(safeProblem(end.Problem)))
+	if p := end.Problem; p != nil {
+		if !s.started && preStream(p) {
+			return fromProblem(p) // nothing streamed yet: a status says it
+		}
+		return s.fail(fromProblem(safeProblem(p)))
 	}
 	if first {
 		s.data(chunk(&assistantOutput{Role: "assistant", Content: ptr("")}, nil))

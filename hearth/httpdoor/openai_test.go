@@ -176,14 +176,16 @@ func TestEmbeddingsOpenAIGo(t *testing.T) {
 // answered 503 with the core's message, which says what to set.
 func TestChatCompletionsNoProvider(t *testing.T) {
 	th := startHearth(t, func(c *testConfig) { c.Model, c.NoModel = nil, errors.New("no model provider: set MNEMO_PROVIDER") })
-	resp := th.do(t, "POST", "/v1/chat/completions", map[string]any{"model": "mnemo", "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
-	if resp.StatusCode != http.StatusServiceUnavailable {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("status %d: %s", resp.StatusCode, b)
-	}
-	m := readBody(t, resp, "error")
-	if e := m["error"].(map[string]any); e["code"] != "no_provider" || !strings.Contains(e["message"].(string), "MNEMO_PROVIDER") {
-		t.Fatalf("error = %v", e)
+	for _, stream := range []bool{false, true} {
+		resp := th.do(t, "POST", "/v1/chat/completions", map[string]any{"model": "mnemo", "stream": stream, "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("stream %v: status %d: %s", stream, resp.StatusCode, b)
+		}
+		m := readBody(t, resp, "error")
+		if e := m["error"].(map[string]any); e["code"] != "no_provider" || !strings.Contains(e["message"].(string), "MNEMO_PROVIDER") {
+			t.Fatalf("error = %v", e)
+		}
 	}
 }
 
