@@ -20,9 +20,12 @@ type Config struct {
 
 	Addr         Setting[string] // host:port to listen on
 	ListenRemote Setting[bool]   // allow a non-loopback Addr (requires AuthToken)
-	Root         Setting[string] // the memory root
-	TokenFile    Setting[string] // the auth token file, used when AuthToken is unset
-	Gateway      Setting[string] // gateway.json listing MCP servers
+	// HTTPAddr is the HTTP door's host:port; "" serves no HTTP. Like
+	// Addr, loopback unless ListenRemote.
+	HTTPAddr  Setting[string]
+	Root      Setting[string] // the memory root
+	TokenFile Setting[string] // the auth token file, used when AuthToken is unset
+	Gateway   Setting[string] // gateway.json listing MCP servers
 
 	HistoryTurns   Setting[int]           // turns sent to a client when it connects
 	ToolTimeout    Setting[time.Duration] // bound on one tool call

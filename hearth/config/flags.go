@@ -16,6 +16,7 @@ type Flags struct {
 
 	// The registered values; Load reads them through the FlagSet.
 	addr, root, gateway, tokenFile, vectors, logLevel string
+	httpAddr                                          string
 	listenRemote                                      bool
 	history, maxIterations, contextBudget             int
 	toolTimeout, confirmTimeout                       time.Duration
@@ -28,6 +29,7 @@ func Bind(fs *flag.FlagSet) *Flags {
 	f := &Flags{set: fs}
 	fs.StringVar(&f.config, "config", "", "config file (default $XDG_CONFIG_HOME/mnemo/hearth.toml; optional)")
 	fs.StringVar(&f.addr, "addr", "", "listen address (default 127.0.0.1:$MNEMO_HEARTH_PORT or 127.0.0.1:7744)")
+	fs.StringVar(&f.httpAddr, "http", "", "also serve the HTTP API (OpenAI-compatible, /engine/chat, /v1/query…) on this address, e.g. 127.0.0.1:7745 (default: none)")
 	fs.BoolVar(&f.listenRemote, "listen-remote", false, "allow a non-loopback -addr (requires APP_AUTH_TOKEN)")
 	fs.StringVar(&f.root, "root", "", "memory root directory (default $XDG_DATA_HOME/mnemo)")
 	fs.IntVar(&f.history, "history", 50, "turns sent to a client when it connects")

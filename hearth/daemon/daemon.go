@@ -20,7 +20,9 @@ import (
 
 	"github.com/mnemo/mnemo/data"
 	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/hearth/config"
+	"github.com/mnemo/mnemo/hearth/httpdoor"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/hearth/ndjson"
 	"github.com/mnemo/mnemo/hearth/tools"
@@ -83,6 +85,14 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	defer ln.Close()
+	// The HTTP door binds with the NDJSON port, before the root is touched.
+	var httpLn net.Listener
+	if a := cfg.HTTPAddr.Value; a != "" {
+		if httpLn, err = lc.Listen(ctx, "tcp", a); err != nil {
+			return fmt.Errorf("listen for HTTP on %s: %w", a, err)
+		}
+		defer httpLn.Close()
+	}
 
 	s, err := open(ctx, cfg, rt, ln.Addr().String())
 	if err != nil {
@@ -98,6 +108,20 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 	if err != nil {
 		return err
 	}
+	var web *httpdoor.Door
+	if httpLn != nil {
+		web, err = httpdoor.New(s.core, httpdoor.Options{
+			Auth:     auth.SharedToken{Token: token},
+			Models:   s.models,
+			Embedder: embedder{s.mem},
+			Log:      log,
+			Version:  rt.Version,
+		})
+		if err != nil {
+			return err
+		}
+		log.Info("http door listening", "http_addr", httpLn.Addr().String())
+	}
 	log.Info("listening", "addr", ln.Addr().String(), "root", s.root.Dir())
 	if rt.Ready != nil {
 		rt.Ready(ln.Addr())
@@ -108,9 +132,27 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 		defer stop()
 		serveErr = door.Serve(ctx, ln)
 	})
+	var httpErr error
+	if web != nil {
+		wg.Go(func() {
+			defer stop()
+			httpErr = web.Serve(ctx, httpLn)
+		})
+	}
 	runErr := s.core.Run(ctx)
 	wg.Wait()
-	return errors.Join(runErr, serveErr)
+	return errors.Join(runErr, serveErr, httpErr)
+}
+
+// embedder is recall's embedder as the HTTP door asks for it.
+type embedder struct{ mem *recollect.Memory }
+
+func (e embedder) Embed(ctx context.Context, texts []string) (string, [][]float32, error) {
+	name, vecs, err := e.mem.Embed(ctx, texts)
+	if errors.Is(err, recollect.ErrNoEmbedder) {
+		err = fmt.Errorf("%w: %w", httpdoor.ErrNoEmbedder, err)
+	}
+	return name, vecs, err
 }
 
 // Open assembles hearth's core over the memory root o names, for a process
@@ -136,6 +178,8 @@ type System struct {
 	core     *hearth.Hearth
 	registry *tools.Registry
 	log      *slog.Logger
+	models   *preferences      // the model of each turn
+	mem      *recollect.Memory // recall
 	// stopRecall ends recall's background work; recallDone closes after.
 	stopRecall context.CancelFunc
 	recallDone chan struct{}
@@ -282,7 +326,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 	prefs.mu.Lock()
 	prefs.announce = core.Announce
 	prefs.mu.Unlock()
-	s.core = core
+	s.core, s.models, s.mem = core, prefs, mem
 	return s, nil
 }
 
