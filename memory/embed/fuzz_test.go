@@ -19,9 +19,9 @@ func FuzzReply(f *testing.F) {
 		{`{"data":[{"index":0,"embedding":[0.1,0.2]}]}`, 1},
 		{`{"data":[{"index":1,"embedding":[1,2]},{"index":0,"embedding":[3,4]}]}`, 2},
 		{`{"data":[{"index":0,"embedding":[1,2]},{"index":0,"embedding":[3,4]}]}`, 2}, // index twice
-		{`{"data":[{"embedding":[1]}]}`, 1},                                          // no index
-		{`{"data":[{"index":0,"embedding":[]}]}`, 1},                                 // empty vector
-		{`{"data":[{"index":0,"embedding":[1,2]},{"index":1,"embedding":[3]}]}`, 2},  // ragged
+		{`{"data":[{"embedding":[1]}]}`, 1},                                           // no index
+		{`{"data":[{"index":0,"embedding":[]}]}`, 1},                                  // empty vector
+		{`{"data":[{"index":0,"embedding":[1,2]},{"index":1,"embedding":[3]}]}`, 2},   // ragged
 		{`{"embeddings":[[0.5,0.5],[1,0]]}`, 2},
 		{`{"embeddings":[null]}`, 1},
 		{`{"embeddings":[[1e39]]}`, 1}, // beyond float32
