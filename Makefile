@@ -7,7 +7,7 @@ BIN      := bin
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 STATE    := $(or $(XDG_STATE_HOME),$(HOME)/.local/state)/mnemo
-FUZZTIME ?= 30s
+FUZZTIME ?= 10s
 # Reference MCP servers (written by others) for the tool integration tests.
 MCP_NODE_DIR := $(CURDIR)/.cache/mcp-servers
 MCP_PKGS := @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
@@ -146,13 +146,10 @@ bench-vault:
 	$(GO) test -run '^$$' -bench 'BenchmarkApply|BenchmarkList' -benchtime 200x -timeout 30m ./memory/vault/
 	$(GO) test -run '^$$' -bench 'BenchmarkVault' -benchtime 200x -timeout 30m ./memory/recollect/
 
+# Every fuzz target for FUZZTIME each (FUZZ=regexp picks targets), with a
+# summary table of execs, new inputs and findings in .cache/fuzz/summary.txt.
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
-			echo "== $$pkg $$f"; \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
-		done; \
-	done
+	@GO="$(GO)" FUZZTIME="$(FUZZTIME)" scripts/fuzz.sh
 
 clean:
 	rm -rf $(BIN)

@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -191,7 +192,8 @@ func run() error {
 			return ipc.DiscoverToken(os.Getenv)
 		}
 		return doctor(ctx, doctorEnv{clientVersion: version, token: tok, health: askHealth(o.Addr, o.Client),
-			root: r, gw: gw, free: statfsFree, now: time.Now, config: cerr}, os.Stdout)
+			root: r, gw: gw, free: statfsFree, now: time.Now, config: cerr,
+			reach: reachServer(&http.Client{}, os.Getenv), audio: doctorAudio()}, os.Stdout)
 	case "stop": // stop.go
 		if *localMode {
 			return usagef("stop asks a running hearth to stop; with --local there is none")

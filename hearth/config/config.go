@@ -33,6 +33,13 @@ type Config struct {
 	MaxIterations  Setting[int]           // model calls in one turn; 0: no bound
 	ContextBudget  Setting[int]           // tokens of conversation per turn (see Budget)
 	LogLevel       Setting[slog.Level]
+	// LogFile is where hearth logs; "" means stderr (journald under the
+	// service unit). It rotates at LogMaxSize MiB, keeping LogBackups
+	// older files, gzip'd when LogCompress.
+	LogFile     Setting[string]
+	LogMaxSize  Setting[int]
+	LogBackups  Setting[int]
+	LogCompress Setting[bool]
 
 	// AuthToken is APP_AUTH_TOKEN; unset means the token file's.
 	AuthToken Setting[Secret]
@@ -41,6 +48,12 @@ type Config struct {
 	Recall RecallConfig
 	Voice  VoiceConfig
 }
+
+// Log file defaults: 10 MiB a file, five older ones kept.
+const (
+	DefaultLogMaxSize = 10
+	DefaultLogBackups = 5
+)
 
 // Voice providers, for VoiceConfig.Provider.
 const (

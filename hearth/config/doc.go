@@ -43,6 +43,10 @@
 //	max_iterations = 0                # -max-iterations: model calls per turn; 0: no bound
 //	context_budget = 24000            # -context-budget: tokens of conversation per turn
 //	log_level = "info"                # -log-level: debug, info, warn or error
+//	log_file = "hearth.log"           # -log-file, MNEMO_LOG_FILE: left out, hearth logs to stderr
+//	log_max_size = 10                 # -log-max-size: MiB at which the log file rotates
+//	log_backups = 5                   # -log-backups: rotated files kept (hearth.log.1.gz ...)
+//	log_compress = true               # -log-compress: gzip rotated files
 //
 //	[model]
 //	provider = "xai"                  # MNEMO_PROVIDER: xai, anthropic or openai; left out: by the keys set
@@ -83,7 +87,8 @@
 // addr 127.0.0.1:7744; root $XDG_DATA_HOME/mnemo (else
 // ~/.local/share/mnemo); token_file and gateway.json in
 // $XDG_CONFIG_HOME/mnemo; history 50; tool_timeout 60s; confirm_timeout
-// 2m; max_iterations 0; context_budget 24000; log_level info; model
+// 2m; max_iterations 0; context_budget 24000; log_level info; log to
+// stderr (a log_file rotates at 10 MiB, 5 gzip'd backups kept); model
 // provider chosen by the keys set (XAI_API_KEY, else ANTHROPIC_API_KEY,
 // else OPENAI_API_KEY or OPENAI_BASE_URL), its default model and base URL,
 // timeout 5m, first_byte_timeout and idle_timeout 1m (each at most

@@ -53,6 +53,10 @@ var fields = []field{
 	{key: "max_iterations", flag: "max-iterations", unset: "0 (no bound)", value: func(c *Config) value { return integer(&c.MaxIterations) }},
 	{key: "context_budget", flag: "context-budget", value: func(c *Config) value { return integer(&c.ContextBudget) }},
 	{key: "log_level", flag: "log-level", value: func(c *Config) value { return level(&c.LogLevel) }},
+	{key: "log_file", flag: "log-file", env: "MNEMO_LOG_FILE", unset: "(none: stderr)", value: func(c *Config) value { return path(&c.LogFile) }},
+	{key: "log_max_size", flag: "log-max-size", value: func(c *Config) value { return integer(&c.LogMaxSize) }},
+	{key: "log_backups", flag: "log-backups", unset: "0 (none kept)", value: func(c *Config) value { return integer(&c.LogBackups) }},
+	{key: "log_compress", flag: "log-compress", value: func(c *Config) value { return boolean(&c.LogCompress) }},
 	{key: "auth_token", env: "APP_AUTH_TOKEN", secret: true, value: func(c *Config) value { return secret(&c.AuthToken) }},
 
 	{key: "model.provider", env: "MNEMO_PROVIDER", unset: "(auto: by the keys set)", value: func(c *Config) value { return text(&c.Model.Provider, true) }},

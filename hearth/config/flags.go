@@ -15,11 +15,12 @@ type Flags struct {
 	config string
 
 	// The registered values; Load reads them through the FlagSet.
-	addr, root, gateway, tokenFile, vectors, logLevel string
-	httpAddr                                          string
-	listenRemote                                      bool
-	history, maxIterations, contextBudget             int
-	toolTimeout, confirmTimeout                       time.Duration
+	addr, root, gateway, tokenFile, vectors, logLevel, logFile string
+	httpAddr                                                   string
+	listenRemote, logCompress                                  bool
+	history, maxIterations, contextBudget                      int
+	logMaxSize, logBackups                                     int
+	toolTimeout, confirmTimeout                                time.Duration
 }
 
 // Bind registers hearth's flags on fs, with the names, defaults and help
@@ -41,6 +42,10 @@ func Bind(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.vectors, "vectors", "", "word-vector file of the offline embedder (default $MNEMO_VECTORS or $XDG_CACHE_HOME/mnemo/wink-sg100-100k.bin; `make vectors` builds it)")
 	fs.IntVar(&f.contextBudget, "context-budget", hearth.DefaultContextTokens, "tokens of conversation the model gets each turn: recent turns, relevant older turns and tool results (shares and an override in preferences.json)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.logFile, "log-file", "", "log to this file, rotated by size, instead of stderr (or $MNEMO_LOG_FILE)")
+	fs.IntVar(&f.logMaxSize, "log-max-size", DefaultLogMaxSize, "MiB at which -log-file rotates")
+	fs.IntVar(&f.logBackups, "log-backups", DefaultLogBackups, "rotated log files kept beside -log-file")
+	fs.BoolVar(&f.logCompress, "log-compress", true, "gzip rotated log files")
 	return f
 }
 

@@ -127,6 +127,10 @@ func (l *loader) defaults() *Config {
 		MaxIterations:  Setting[int]{0, def("max_iterations")},
 		ContextBudget:  Setting[int]{hearth.DefaultContextTokens, def("context_budget")},
 		LogLevel:       Setting[slog.Level]{slog.LevelInfo, def("log_level")},
+		LogFile:        str("log_file", ""),
+		LogMaxSize:     Setting[int]{DefaultLogMaxSize, def("log_max_size")},
+		LogBackups:     Setting[int]{DefaultLogBackups, def("log_backups")},
+		LogCompress:    Setting[bool]{true, def("log_compress")},
 		AuthToken:      Setting[Secret]{Source: def("auth_token")},
 		Model: ModelConfig{
 			Provider:         str("model.provider", ""),

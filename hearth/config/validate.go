@@ -74,6 +74,12 @@ func (l *loader) validate(c *Config) []error {
 			bad(d.Source, d.Value, "must not exceed model.timeout %v (%s)", total.Value, total.Source)
 		}
 	}
+	if c.LogMaxSize.Value < 1 {
+		bad(c.LogMaxSize.Source, c.LogMaxSize.Value, "must be at least 1 (MiB)")
+	}
+	if c.LogBackups.Value < 0 {
+		bad(c.LogBackups.Source, c.LogBackups.Value, "must not be negative")
+	}
 	if c.MaxIterations.Value < 0 {
 		bad(c.MaxIterations.Source, c.MaxIterations.Value, "must not be negative (0: no bound)")
 	}

@@ -562,7 +562,7 @@ func SearchHit(hit memory.Hit) ipc.SearchHit {
 
 func (s *Session) health(ref string) *ipc.HealthReport {
 	h := s.core.Health()
-	r := &ipc.HealthReport{Ref: ref, State: h.State, Clients: h.Subscribers, Provider: h.Provider, Model: h.Model, Dropped: h.Dropped}
+	r := &ipc.HealthReport{Ref: ref, State: h.State, Clients: h.Subscribers, Provider: h.Provider, Model: h.Model, Dropped: h.Dropped, Time: h.At}
 	if ix := h.Index; ix != nil && !ix.Opening {
 		r.Index = &ipc.IndexHealth{
 			Backend: ix.Backend, Embedder: ix.Embedder, Indexed: ix.IndexedSinceStart, LagMS: ix.Lag.Milliseconds(),
