@@ -160,7 +160,7 @@ func TestDecode(t *testing.T) {
 			proposals: 1, rejected: []string{"not in the conversation"},
 		},
 		{
-			name: "questions", reply: reply(`[{"text":"Is the allotment yours or shared?","reason":"ownership unclear","sources":["`+strings.ToLower(recUser)+`"]},{"text":"?","reason":"x","sources":["nope"]},{"text":"","reason":"x","sources":[]}]`),
+			name: "questions", reply: reply(`[{"text":"Is the allotment yours or shared?","reason":"ownership unclear","sources":["` + strings.ToLower(recUser) + `"]},{"text":"?","reason":"x","sources":["nope"]},{"text":"","reason":"x","sources":[]}]`),
 			questions: 1, rejected: []string{"not in the conversation", "without text"},
 			check: func(t *testing.T, r Result) {
 				if q := r.Questions[0]; q.Author != vault.AuthorCurator || q.Sources[0].Turn != recUser {
