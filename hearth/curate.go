@@ -348,15 +348,19 @@ func (h *Hearth) curateTurn(ctx context.Context, turn []journal.Record) error {
 		Output: &llm.OutputSchema{Name: curator.SchemaName, Schema: curator.Schema, Strict: true},
 	}
 	resp, err := model.Stream(ctx, req, func(string) {})
+	var usage llm.Usage
+	if resp.Usage != nil {
+		usage = *resp.Usage
+	}
 	c.mu.Lock()
 	c.health.Calls++
-	c.health.InputTokens += resp.Usage.InputTokens
-	c.health.OutputTokens += resp.Usage.OutputTokens
+	c.health.InputTokens += usage.InputTokens
+	c.health.OutputTokens += usage.OutputTokens
 	c.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("curator model: %w", err)
 	}
-	done := Curated{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}
+	done := Curated{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}
 	for _, r := range turn {
 		done.Turn = append(done.Turn, r.ID)
 	}
@@ -402,7 +406,7 @@ func (h *Hearth) curateTurn(ctx context.Context, turn []journal.Record) error {
 	asked := len(done.Questions)
 	h.log.Info("curated", "turn", turn[0].ID, "records", len(turn), "applied", applied, "queued", queued,
 		"rejected", rejected, "questions", asked, "none", res.None,
-		"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens)
+		"input_tokens", usage.InputTokens, "output_tokens", usage.OutputTokens)
 	c.pending = append(c.pending, done)
 	c.mu.Lock()
 	c.health.Applied += applied
