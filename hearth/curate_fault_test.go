@@ -5,13 +5,18 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mnemo/mnemo/data"
 	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/internal/backoff"
+	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/journal"
+	"github.com/mnemo/mnemo/memory/vault"
 )
 
 // gateModel is a curator model whose calls wait for the test: each call
@@ -178,4 +183,84 @@ func TestCuratorCatchesUp(t *testing.T) {
 	if strings.TrimSpace(string(cursor)) != got[1].Turn[1] {
 		t.Errorf("cursor %q, want %s", cursor, got[1].Turn[1])
 	}
+}
+
+// noneModel is a curator that answers at once: nothing to keep.
+type noneModel struct{}
+
+func (noneModel) Name() string  { return "none" }
+func (noneModel) Model() string { return "none-1" }
+func (noneModel) Stream(context.Context, llm.Request, func(string)) (llm.Response, error) {
+	return llm.Response{Text: `{"ops":[],"questions":[]}`}, nil
+}
+
+// BenchmarkTurnCurator measures a turn (Send to its stored reply) with
+// the curator off, on (answering at once), and on but stuck: the reply
+// path pays one non-blocking send.
+func BenchmarkTurnCurator(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		model hearth.Model // nil: the curator is off
+	}{
+		{"off", nil},
+		{"on", noneModel{}},
+		{"stuck", newGateModel()},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			v, j, _ := openVaultRootB(b)
+			cfg := hearth.Config{Journal: j, Vault: v, Models: fixed{&recModel{}}, ShutdownGrace: time.Second}
+			if bc.model != nil {
+				cfg.Curator = &hearth.CuratorConfig{StateDir: b.TempDir(), Model: bc.model}
+			}
+			h, err := hearth.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); h.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			sub, err := h.Subscribe(hearth.WatchOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sub.Close()
+			replies := make(chan struct{}, 1)
+			go sub.Run(ctx, func(evs []hearth.Event) error {
+				for _, ev := range evs {
+					if _, ok := ev.(*hearth.ReplyDone); ok {
+						replies <- struct{}{}
+					}
+				}
+				return nil
+			})
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := h.Send("", "turn "+strconv.Itoa(i)); err != nil {
+					b.Fatal(err)
+				}
+				<-replies
+			}
+		})
+	}
+}
+
+// openVaultRootB is openVaultRoot for a benchmark.
+func openVaultRootB(b *testing.B) (*vault.Vault, *journal.Journal, string) {
+	b.Helper()
+	dir := b.TempDir()
+	root, err := memory.Open(b.Context(), dir, data.Defaults(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := vault.Open(b.Context(), dir, data.Vault(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	j, err := journal.Open(root.ThreadsDir(), journal.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { j.Close() })
+	return v, j, dir
 }
