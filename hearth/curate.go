@@ -120,23 +120,27 @@ func (h *Hearth) CuratorHealth() *CuratorHealth {
 	return &r
 }
 
-// startCurator runs the curator until ctx ends; done waits for it.
+// startCurator reads the cursor, then runs the curator until ctx ends;
+// done waits for it. Run calls it before the conversation starts.
 func (h *Hearth) startCurator(ctx context.Context) (done func()) {
 	c := h.curator
 	if c == nil || h.cfg.Vault == nil {
 		return func() {}
 	}
+	// The cursor is read before the conversation runs: a new one starts
+	// at the newest record, and a turn committed before it was read
+	// would be skipped, or cut in half.
+	cursor, err := h.loadCursor()
+	if err != nil {
+		h.log.Error("curator: no cursor; the curator is off", "err", err)
+		return func() {}
+	}
+	c.mu.Lock()
+	c.health.Cursor = cursor
+	c.mu.Unlock()
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		cursor, err := h.loadCursor()
-		if err != nil {
-			h.log.Error("curator: no cursor; the curator is off", "err", err)
-			return
-		}
-		c.mu.Lock()
-		c.health.Cursor = cursor
-		c.mu.Unlock()
 		for attempt := 0; ; {
 			if err := h.curatePending(ctx); err != nil && ctx.Err() == nil {
 				attempt++

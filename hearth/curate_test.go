@@ -60,9 +60,10 @@ type scriptedCurator struct {
 	srv     *llmtest.Server
 	replies []string
 
-	mu  sync.Mutex
-	n   int
-	ids map[string]string
+	mu   sync.Mutex
+	n    int
+	ids  map[string]string
+	msgs []string // what each call was shown, for failures
 }
 
 var shownRecord = regexp.MustCompile(`(?m)^\[([0-9A-Z]{26})\] (user|agent):`)
@@ -71,6 +72,7 @@ func (m *scriptedCurator) Stream(ctx context.Context, req llm.Request, onText fu
 	m.mu.Lock()
 	m.n++
 	msg := req.Messages[len(req.Messages)-1].Content
+	m.msgs = append(m.msgs, msg)
 	_, toCurate, _ := strings.Cut(msg, "## To curate\n")
 	for _, sm := range shownRecord.FindAllStringSubmatch(toCurate, -1) {
 		k := "$U"
@@ -180,7 +182,10 @@ func runGolden(t *testing.T, g goldenThread) {
 		}
 		want := g.Expect[i]
 		if len(got.Outcomes) != len(want.Outcomes) {
-			t.Fatalf("turn %d: outcomes %+v, want %+v (rejected %+v, invalid %q)", i+1, got.Outcomes, want.Outcomes, got.Rejected, got.Invalid)
+			curModel.mu.Lock()
+			shown := strings.Join(curModel.msgs, "\n----\n")
+			curModel.mu.Unlock()
+			t.Fatalf("turn %d: outcomes %+v, want %+v (rejected %+v, invalid %q); the curator was shown:\n%s", i+1, got.Outcomes, want.Outcomes, got.Rejected, got.Invalid, shown)
 		}
 		for k, w := range want.Outcomes {
 			o := got.Outcomes[k]
