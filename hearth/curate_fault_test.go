@@ -264,3 +264,30 @@ func openVaultRootB(b *testing.B) (*vault.Vault, *journal.Journal, string) {
 	b.Cleanup(func() { j.Close() })
 	return v, j, dir
 }
+
+// TestCuratorCuratesVoice: a voice exchange (transcripts, no text reply)
+// is curated too: the agent's transcript completes the turn.
+func TestCuratorCuratesVoice(t *testing.T) {
+	v, j, _ := openVaultRoot(t)
+	gate := newGateModel()
+	gate.answer <- `{"ops":[],"questions":[]}`
+	curated := make(chan hearth.Curated, 1)
+	h, _ := startStoppable(t, hearth.Config{
+		Journal: j, Vault: v, Models: fixed{&recModel{}}, ShutdownGrace: time.Second,
+		Curator: &hearth.CuratorConfig{StateDir: t.TempDir(), Model: gate, Observe: func(c hearth.Curated) { curated <- c }},
+	})
+	if err := h.AddTranscript("u", memory.RoleUser, "I start the new job on Monday."); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AddTranscript("a", memory.RoleAgent, "Good luck with it."); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-curated:
+		if len(c.Turn) != 2 || !c.None {
+			t.Errorf("curated %+v, want the two transcripts, nothing kept", c)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the voice turn was not curated: %+v", h.CuratorHealth())
+	}
+}

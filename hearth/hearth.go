@@ -361,6 +361,9 @@ func (h *Hearth) commit(ctx context.Context, c *conversation, rec journal.Record
 	for _, e := range then {
 		h.publishLocked(e)
 	}
+	if stored.Role == memory.RoleAgent && len(stored.ToolCalls) == 0 {
+		h.curateSoon() // a turn is complete, text or voice: never blocks
+	}
 	return stored, nil
 }
 

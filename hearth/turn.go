@@ -233,9 +233,7 @@ func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref st
 		"incomplete", rec.Incomplete)
 	if cerr != nil {
 		h.publish(&Problem{Code: CodeInternal, Message: "hearth could not store the reply", Ref: ref})
-		return
 	}
-	h.curateSoon()
 }
 
 func modelName(r llm.Response, m Model) string {
