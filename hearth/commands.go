@@ -139,7 +139,9 @@ type Health struct {
 	Index *memory.IndexHealth
 	// Vault is the vault's commit state; nil without a vault.
 	Vault *VaultHealth
-	At    time.Time
+	// Curator is the curator pass's progress; nil when it is off.
+	Curator *CuratorHealth
+	At      time.Time
 }
 
 // Health reports the agent's state, the subscribers and recall.
@@ -154,5 +156,6 @@ func (h *Hearth) Health() Health {
 		r.Index = h.cfg.Memory.Health()
 	}
 	r.Vault = h.vaultHealth()
+	r.Curator = h.CuratorHealth()
 	return r
 }

@@ -103,6 +103,9 @@ type Config struct {
 	// ToolCatalog keeps knowledge/system/tool_catalog.md in the Vault
 	// written from Tools while Run runs (see RefreshToolCatalog).
 	ToolCatalog bool
+	// Curator, when set (and with a Vault), runs the curator pass after
+	// each turn (see CuratorConfig); nil: off.
+	Curator *CuratorConfig
 
 	HistoryTurns   int           // records in a snapshot; default 50
 	ContextTurns   int           // most records sent to the model, within the budget; default 100
@@ -162,6 +165,8 @@ type Hearth struct {
 	keeper   vaultKeeper // see vault_keeper.go
 	// catalog keeps the tool catalog; nil when Config.ToolCatalog is off.
 	catalog *catalog
+	// curator is the curator pass's state; nil when it is off.
+	curator *curatorState
 
 	mu      sync.Mutex
 	subs    map[*Subscription]struct{}
@@ -240,6 +245,12 @@ func New(cfg Config) (*Hearth, error) {
 	if cfg.Models != nil {
 		h.conv.current, _ = cfg.Models.Resolve()
 	}
+	if cfg.Curator != nil && cfg.Vault != nil {
+		if cfg.Curator.StateDir == "" {
+			return nil, errors.New("hearth: the curator needs a state dir")
+		}
+		h.curator = newCuratorState(cfg.Curator)
+	}
 	if cfg.ToolCatalog && cfg.Vault != nil && cfg.Tools != nil {
 		h.catalog = &catalog{raw: cfg.Tools, wake: make(chan struct{}, 1)}
 		h.cfg.Tools = observedTools{Tools: cfg.Tools, cat: h.catalog}
@@ -264,8 +275,10 @@ func (h *Hearth) Run(ctx context.Context) error {
 	defer func() { <-keeperDone }()
 
 	catalogDone := h.startCatalog(ctx)
+	curatorDone := h.startCurator(ctx)
 	h.converse(ctx, turnCtx, h.conv)
 	catalogDone()
+	curatorDone()
 	h.log.Info("shutting down")
 
 	h.mu.Lock()
@@ -347,6 +360,9 @@ func (h *Hearth) commit(ctx context.Context, c *conversation, rec journal.Record
 	h.publishLocked(ev(stored))
 	for _, e := range then {
 		h.publishLocked(e)
+	}
+	if stored.Role == memory.RoleAgent && len(stored.ToolCalls) == 0 {
+		h.curateSoon() // a turn is complete, text or voice: never blocks
 	}
 	return stored, nil
 }

@@ -44,9 +44,21 @@ type Config struct {
 	// AuthToken is APP_AUTH_TOKEN; unset means the token file's.
 	AuthToken Setting[Secret]
 
-	Model  ModelConfig
-	Recall RecallConfig
-	Voice  VoiceConfig
+	Model   ModelConfig
+	Recall  RecallConfig
+	Voice   VoiceConfig
+	Curator CuratorConfig
+}
+
+// CuratorConfig is the post-turn curator pass's settings (DESIGN.md "The
+// curator").
+type CuratorConfig struct {
+	// Enabled runs the curator after each turn when a model is
+	// configured; default true.
+	Enabled Setting[bool]
+	// Model is the model name the curator asks its provider for; "": the
+	// chat model.
+	Model Setting[string]
 }
 
 // Log file defaults: 10 MiB a file, five older ones kept.

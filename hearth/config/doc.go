@@ -80,6 +80,10 @@
 //	vad_prefix_padding = "300ms"      # MNEMO_VOICE_VAD_PREFIX_PADDING: audio kept before speech starts
 //	transcription_model = "grok-transcribe"          # MNEMO_VOICE_TRANSCRIPTION_MODEL
 //
+//	[curator]
+//	enabled = true                    # MNEMO_CURATOR: curate each turn into the vault when a model is configured
+//	model = "grok-4-fast"             # MNEMO_CURATOR_MODEL; left out: the chat model
+//
 // (testdata/example.toml is this file; a test loads it.)
 //
 // # Defaults

@@ -92,10 +92,13 @@ var fields = []field{
 	{key: "voice.vad_silence", env: "MNEMO_VOICE_VAD_SILENCE", value: func(c *Config) value { return duration(&c.Voice.VADSilence) }},
 	{key: "voice.vad_prefix_padding", env: "MNEMO_VOICE_VAD_PREFIX_PADDING", value: func(c *Config) value { return duration(&c.Voice.VADPrefixPadding) }},
 	{key: "voice.transcription_model", env: "MNEMO_VOICE_TRANSCRIPTION_MODEL", unset: "(the provider's default)", value: func(c *Config) value { return text(&c.Voice.TranscriptionModel, false) }},
+
+	{key: "curator.enabled", env: "MNEMO_CURATOR", value: func(c *Config) value { return boolean(&c.Curator.Enabled) }},
+	{key: "curator.model", env: "MNEMO_CURATOR_MODEL", unset: "(the chat model)", value: func(c *Config) value { return text(&c.Curator.Model, false) }},
 }
 
 // tables are the file's tables.
-var tables = map[string]bool{"model": true, "recall": true, "voice": true}
+var tables = map[string]bool{"model": true, "recall": true, "voice": true, "curator": true}
 
 func fieldByKey(key string) (field, bool) {
 	for _, f := range fields {

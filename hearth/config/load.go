@@ -169,6 +169,10 @@ func (l *loader) defaults() *Config {
 			VADPrefixPadding:   Setting[time.Duration]{DefaultVADPrefixPadding, def("voice.vad_prefix_padding")},
 			TranscriptionModel: str("voice.transcription_model", ""),
 		},
+		Curator: CuratorConfig{
+			Enabled: Setting[bool]{true, def("curator.enabled")},
+			Model:   str("curator.model", ""),
+		},
 	}
 	return c
 }

@@ -129,6 +129,10 @@ func TestLoadDefaults(t *testing.T) {
 			VADPrefixPadding:   Setting[time.Duration]{300 * time.Millisecond, def("voice.vad_prefix_padding")},
 			TranscriptionModel: str("voice.transcription_model", ""),
 		},
+		Curator: CuratorConfig{
+			Enabled: Setting[bool]{true, def("curator.enabled")},
+			Model:   str("curator.model", ""),
+		},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Load() (-want +got):\n%s", diff)

@@ -302,6 +302,12 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 	if err != nil {
 		return nil, err
 	}
+	// The curator pass (DESIGN.md "The curator") runs with the chat's
+	// provider; its cursor is machine state, kept beside the index.
+	var curatorCfg *hearth.CuratorConfig
+	if cfg.Curator.Enabled.Value {
+		curatorCfg = &hearth.CuratorConfig{StateDir: filepath.Join(root.IndexDir(), "curator"), ModelName: cfg.Curator.Model.Value}
+	}
 	core, err = hearth.New(hearth.Config{
 		Journal:        j,
 		Models:         prefs,
@@ -313,6 +319,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		Voice:          voice,
 		Vault:          vlt,
 		ToolCatalog:    true,
+		Curator:        curatorCfg,
 		HistoryTurns:   cfg.HistoryTurns.Value,
 		ToolTimeout:    cfg.ToolTimeout.Value,
 		ConfirmTimeout: cfg.ConfirmTimeout.Value,
