@@ -147,7 +147,7 @@ func (ix *Index) create() error {
 	if err != nil {
 		return err
 	}
-	ix.start(f, headerSize, newState(ix.dim))
+	ix.start(f, headerSize, ix.newState())
 	return nil
 }
 
@@ -223,7 +223,8 @@ func (ix *Index) load(f *os.File) error {
 	if dim != ix.dim {
 		return fmt.Errorf("file holds %d-dim vectors, want %d: %w", dim, ix.dim, recall.ErrDimension)
 	}
-	st := newState(dim)
+	st := ix.newState()
+	ix.f = f // replacing a document reads its record back
 	off := int64(headerSize)
 	var (
 		buf []byte
@@ -248,7 +249,9 @@ func (ix *Index) load(f *os.File) error {
 		if err := decodePayload(buf, dim, &p.rec, &p.q); err != nil {
 			return fmt.Errorf("record at offset %d: %w", off, err)
 		}
-		ix.apply(st, &p, uint32(n))
+		if _, err := ix.apply(st, &p, uint64(off), uint32(n)); err != nil {
+			return fmt.Errorf("record at offset %d: %w", off, err)
+		}
 		off += n
 	}
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
@@ -258,19 +261,52 @@ func (ix *Index) load(f *os.File) error {
 	return nil
 }
 
-// apply applies a decoded record to st and returns the garbage it makes.
-func (ix *Index) apply(st *state, p *prepared, size uint32) int64 {
+// apply applies a decoded record, found at off in the file, to st and
+// returns the garbage it makes.
+func (ix *Index) apply(st *state, p *prepared, off uint64, size uint32) (int64, error) {
 	switch p.rec.typ {
 	case recUpsert:
 		p.tokenize()
-		return st.put(p, size)
+		return st.put(p, off, size)
 	case recDelete:
-		g, _ := st.remove(p.rec.id)
-		return g + int64(size)
+		g, err := st.remove(p.rec.id)
+		return g + int64(size), err
 	case recMeta:
-		return st.setMeta(p.rec.id, p.rec.text, size)
+		return st.setMeta(p.rec.id, p.rec.text, size), nil
 	}
-	return 0
+	return 0, nil
+}
+
+// newState returns an empty state reading its records from ix's file.
+func (ix *Index) newState() *state {
+	st := newState(ix.dim)
+	st.read = ix.readRecord
+	return st
+}
+
+// readRecord reads the record of n bytes at off from the index file and
+// checks its checksums. It returns a new buffer holding the payload. The
+// caller holds ix.mu; records still in the write buffer are flushed first
+// when it holds it for writing (a reader never finds any: every write
+// call ends with a flush, and one that failed set werr).
+func (ix *Index) readRecord(off uint64, n uint32) ([]byte, error) {
+	if ix.w != nil && ix.w.Buffered() > 0 && int64(off)+int64(n) > ix.size-int64(ix.w.Buffered()) {
+		if ix.werr != nil {
+			return nil, ix.werr
+		}
+		if err := ix.w.Flush(); err != nil {
+			ix.werr = fmt.Errorf("embedded: write %s: %w", ix.path, err)
+			return nil, ix.werr
+		}
+	}
+	if n < recHeader {
+		return nil, fmt.Errorf("record of %d bytes at offset %d: %w", n, off, ErrCorrupt)
+	}
+	buf := make([]byte, n)
+	if _, err := ix.f.ReadAt(buf, int64(off)); err != nil {
+		return nil, fmt.Errorf("embedded: read %s at %d: %w", ix.path, off, err)
+	}
+	return checkRecord(buf)
 }
 
 // indexTokens appends the lexical terms of a document's text and context:
@@ -286,19 +322,21 @@ func (p *prepared) tokenize() {
 	p.terms, p.tfs = termFreqs(toks, p.tfs)
 }
 
-// writeLocked appends a record to the file.
-func (ix *Index) writeLocked(payload []byte) (uint32, error) {
+// writeLocked appends a record to the file and returns where it starts
+// and its size.
+func (ix *Index) writeLocked(payload []byte) (uint64, uint32, error) {
 	if ix.werr != nil {
-		return 0, ix.werr
+		return 0, 0, ix.werr
 	}
+	off := uint64(ix.size)
 	ix.enc = appendRecord(ix.enc[:0], payload)
 	if _, err := ix.w.Write(ix.enc); err != nil {
 		ix.werr = fmt.Errorf("embedded: write %s: %w", ix.path, err)
-		return 0, ix.werr
+		return 0, 0, ix.werr
 	}
 	ix.size += int64(len(ix.enc))
 	ix.unsynced++
-	return uint32(len(ix.enc)), nil
+	return off, uint32(len(ix.enc)), nil
 }
 
 // commitLocked hands what was written to the OS, syncs when due, and
@@ -332,7 +370,7 @@ func (ix *Index) commitLocked() error {
 // in-memory index, renumbering slots densely.
 func (ix *Index) compactLocked() error {
 	old := ix.st
-	st := newState(ix.dim)
+	st := ix.newState() // reads from ix.f, the new file once started
 	var p prepared
 	var q quantized
 	f, err := ix.writeFile(func(w *bufio.Writer) (int64, error) {
@@ -341,28 +379,36 @@ func (ix *Index) compactLocked() error {
 			return 0, err
 		}
 		var enc, payload []byte
-		write := func() (uint32, error) {
+		write := func() (uint64, uint32, error) {
+			off := size
 			enc = appendRecord(enc[:0], payload)
 			_, err := w.Write(enc)
 			size += int64(len(enc))
-			return uint32(len(enc)), err
+			return uint64(off), uint32(len(enc)), err
 		}
 		for s := range old.slots {
 			if old.attrs[s].dead {
 				continue
 			}
-			p.rec = old.record(uint32(s), &q)
+			r, err := old.record(uint32(s), &q)
+			if err != nil {
+				return 0, err
+			}
+			p.rec = r
 			payload = encodeUpsert(payload[:0], &p.rec)
-			n, err := write()
+			off, n, err := write()
 			if err != nil {
 				return 0, err
 			}
 			p.tokenize()
-			st.put(&p, n)
+			// Ids are unique among live slots: put reads nothing back.
+			if _, err := st.put(&p, off, n); err != nil {
+				return 0, err
+			}
 		}
 		for k, m := range old.meta {
 			payload = encodeMeta(payload[:0], k, m.value)
-			n, err := write()
+			_, n, err := write()
 			if err != nil {
 				return 0, err
 			}
@@ -436,11 +482,15 @@ func (ix *Index) Upsert(ctx context.Context, docs []recall.Doc, vecs [][]float32
 	var payload []byte
 	for i := range ps {
 		payload = encodeUpsert(payload[:0], &ps[i].rec)
-		n, err := ix.writeLocked(payload)
+		off, n, err := ix.writeLocked(payload)
 		if err != nil {
 			return err
 		}
-		ix.st.put(&ps[i], n)
+		if _, err := ix.st.put(&ps[i], off, n); err != nil {
+			// The file holds a record that memory does not.
+			ix.werr = fmt.Errorf("embedded: upsert %q: %w", ps[i].rec.id, err)
+			return ix.werr
+		}
 	}
 	return ix.commitLocked()
 }
@@ -458,10 +508,13 @@ func (ix *Index) Delete(ctx context.Context, ids []string) error {
 			continue
 		}
 		payload = encodeDelete(payload[:0], id)
-		if _, err := ix.writeLocked(payload); err != nil {
+		if _, _, err := ix.writeLocked(payload); err != nil {
 			return err
 		}
-		ix.st.remove(id)
+		if _, err := ix.st.remove(id); err != nil {
+			ix.werr = fmt.Errorf("embedded: delete %q: %w", id, err)
+			return ix.werr
+		}
 	}
 	return ix.commitLocked()
 }
@@ -543,7 +596,11 @@ func (ix *Index) Docs(ctx context.Context, ids []string) ([]recall.Doc, error) {
 	var out []recall.Doc
 	for _, id := range ids {
 		if s, ok := ix.st.lookup(id); ok {
-			out = append(out, ix.st.doc(s))
+			d, err := ix.st.doc(s)
+			if err != nil {
+				return nil, fmt.Errorf("embedded: docs: %w", err)
+			}
+			out = append(out, d)
 		}
 	}
 	return out, nil
@@ -598,7 +655,7 @@ func (ix *Index) SetMeta(ctx context.Context, key, value string) error {
 	if err := ix.checkLocked(); err != nil {
 		return err
 	}
-	n, err := ix.writeLocked(encodeMeta(nil, key, value))
+	_, n, err := ix.writeLocked(encodeMeta(nil, key, value))
 	if err != nil {
 		return err
 	}
