@@ -141,6 +141,9 @@ type state struct {
 	// read returns the record of n bytes at off in the index file,
 	// checksum checked.
 	read func(off uint64, n uint32) ([]byte, error)
+	// release frees what the state was loaded from (a snapshot's
+	// mapping, which its postings may point into); nil when nothing.
+	release func()
 
 	live      int    // live documents
 	totalDL   uint64 // Σ dl over live documents
