@@ -582,7 +582,7 @@ func decodeSnapshot(b []byte, dim int) (*state, snapHead, error) {
 	for _, c := range counts {
 		total += uint64(c.n)
 	}
-	if total > uint64(math.MaxInt) / 4 {
+	if total > uint64(math.MaxInt)/4 {
 		return nil, h, errSnap("%d postings", total)
 	}
 	if data, err = sec("postings", 4, uint32(min(total, math.MaxUint32))); err != nil || uint64(len(data)) != 4*total {
