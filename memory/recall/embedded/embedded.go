@@ -44,7 +44,7 @@ type Options struct {
 	// 0 means 1024. Flush and Close always sync.
 	SyncEvery int
 	// SnapshotEvery is how many records may be written after the last
-	// snapshot before the next is taken (at least a quarter of the live
+	// snapshot before the next is taken (at least half the live
 	// documents); 0 means 65,536, negative only at Close.
 	SnapshotEvery int
 }
@@ -540,7 +540,7 @@ func (ix *Index) commitLocked() error {
 			ix.compactMin = 2 * ix.size
 		}
 	}
-	if ix.snapEvery > 0 && ix.sinceSnap >= max(ix.snapEvery, ix.st.live/4) {
+	if ix.snapEvery > 0 && ix.sinceSnap >= max(ix.snapEvery, ix.st.live/2) {
 		if err := ix.snapshotLocked(); err != nil {
 			ix.log.Warn("recall index: snapshot failed", "path", ix.snapPath, "err", err)
 			ix.sinceSnap = 0 // try again after as many records

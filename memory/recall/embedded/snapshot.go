@@ -365,9 +365,26 @@ func u32s(b []byte) []uint32 {
 	return out
 }
 
+// u64s is u32s for little-endian u64s.
+func u64s(b []byte) []uint64 {
+	n := len(b) / 8
+	if n == 0 {
+		return nil
+	}
+	if nativeLE && uintptr(unsafe.Pointer(&b[0]))%8 == 0 {
+		return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n)
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return out
+}
+
 // decodeSnapshot decodes a snapshot of an index of dimension dim. The
-// state's postings alias b, which must outlive it and never change. It
-// checks every checksum and every cross-reference, so that a snapshot
+// state's postings and vector words alias b, which must outlive it and
+// never change (they are only ever appended to, and an append to a full
+// slice copies). It checks every checksum and every cross-reference, so that a snapshot
 // that passes cannot make a query index out of range.
 func decodeSnapshot(b []byte, dim int) (*state, snapHead, error) {
 	h, err := decodeSnapHead(b)
@@ -548,10 +565,9 @@ func decodeSnapshot(b []byte, dim int) (*state, snapHead, error) {
 	if data, err = sec("words", uint64(st.vecs.wpr)*8, h.rows); err != nil {
 		return nil, h, err
 	}
-	st.vecs.words = make([]uint64, len(data)/8)
-	for i := range st.vecs.words {
-		st.vecs.words[i] = binary.LittleEndian.Uint64(data[8*i:])
-	}
+	// In place too: a query scans them all, but not copying them halves
+	// the open; the first vector added after it moves them to the heap.
+	st.vecs.words = u64s(data)
 
 	if data, err = sec("terms", 0, 0); err != nil {
 		return nil, h, err
