@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,6 +39,7 @@ type config struct {
 	jsonOut   string
 	inProcess bool
 	noReopen  bool
+	reuse     string // keep each size's index under here, and reuse one already there
 	child     int    // >0: run this one size and print its JSON
 	reopenDir string // with child: reopen this index and print the reopenResult
 	args      []string
@@ -56,6 +58,7 @@ func main() {
 	flag.StringVar(&cfg.dir, "dir", "", "directory for the indexes (default the system's temporary directory)")
 	flag.StringVar(&cfg.jsonOut, "json", "", "also write the results as JSON to this file")
 	flag.BoolVar(&cfg.inProcess, "inprocess", false, "run every size in this process (peak RSS is then cumulative)")
+	flag.StringVar(&cfg.reuse, "reuse", "", "keep each size's index in this directory (<dir>/<size>) and, when one is there, only reopen it: compares two builds' open on one index")
 	flag.BoolVar(&cfg.noReopen, "noreopen", false, "skip reopening each index in a fresh process (open time, steady RSS)")
 	flag.IntVar(&cfg.child, "child", 0, "internal: run one size and print its result as JSON")
 	flag.StringVar(&cfg.reopenDir, "reopen", "", "internal: with -child, reopen the index in this directory")
@@ -169,13 +172,26 @@ func inChild(ctx context.Context, n int, args []string) (sizeResult, error) {
 // the index (in a fresh process unless cfg.inProcess).
 func one(ctx context.Context, cfg config, n int, log *slog.Logger) (sizeResult, error) {
 	var res sizeResult
-	dir, err := os.MkdirTemp(cfg.dir, "recallscale-*")
-	if err != nil {
-		return res, err
+	var dir string
+	var err error
+	if cfg.reuse != "" {
+		dir = filepath.Join(cfg.reuse, strconv.Itoa(n))
+		if _, err := os.Stat(filepath.Join(dir, "recall.idx")); err == nil {
+			// Reuse: only the reopen is measured.
+			res.ScaleResult = &recallbench.ScaleResult{Turns: n, K: cfg.k, Queries: cfg.queries}
+		} else if err := os.MkdirAll(dir, 0o700); err != nil {
+			return res, err
+		}
+	} else {
+		if dir, err = os.MkdirTemp(cfg.dir, "recallscale-*"); err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(dir)
 	}
-	defer os.RemoveAll(dir)
-	if res.ScaleResult, err = build(ctx, cfg, n, dir, log); err != nil {
-		return res, err
+	if res.ScaleResult == nil {
+		if res.ScaleResult, err = build(ctx, cfg, n, dir, log); err != nil {
+			return res, err
+		}
 	}
 	switch {
 	case cfg.noReopen:

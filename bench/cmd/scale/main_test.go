@@ -96,3 +96,36 @@ func TestParseStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestRunReuse keeps the index of a size and, run again, only reopens it.
+func TestRunReuse(t *testing.T) {
+	tmp := t.TempDir()
+	reuse := filepath.Join(tmp, "keep")
+	cfg := config{sizes: []int{250}, queries: 10, k: 5, vectors: filepath.Join(tmp, "none.bin"), dir: tmp, inProcess: true, reuse: reuse}
+	var rs [2][]byte
+	for i := range rs {
+		cfg.jsonOut = filepath.Join(tmp, "out.json")
+		var stdout bytes.Buffer
+		if err := run(context.Background(), cfg, nil, &stdout, slog.New(slog.DiscardHandler)); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		b, err := os.ReadFile(cfg.jsonOut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs[i] = b
+	}
+	if _, err := os.Stat(filepath.Join(reuse, "250", "recall.idx")); err != nil {
+		t.Fatalf("index not kept: %v", err)
+	}
+	for i, b := range rs {
+		var got []sizeResult
+		if err := json.Unmarshal(b, &got); err != nil || len(got) != 1 {
+			t.Fatalf("run %d: %v %s", i, err, b)
+		}
+		built := got[0].IndexTime > 0
+		if built != (i == 0) || got[0].Reopen == nil || got[0].Reopen.Open <= 0 {
+			t.Errorf("run %d: built %v, reopen %+v", i, built, got[0].Reopen)
+		}
+	}
+}
