@@ -2,10 +2,12 @@ package embedded
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash"
 	"hash/crc32"
+	"hash/maphash"
 	"math"
 	"strings"
 	"unsafe"
@@ -523,17 +525,28 @@ func decodeSnapshot(b []byte, dim int) (*state, snapHead, error) {
 	if len(ids) > math.MaxUint32 {
 		return nil, h, errSnap("ids of %d bytes", len(ids))
 	}
-	// One arena chunk holds every id; new ones go to new chunks.
-	st.arena.chunks = [][]byte{append(make([]byte, 0, len(ids)), ids...)}
+	// The ids stay in place as the arena's first chunk: it is full, so
+	// new ids go to new chunks and it is never written.
+	st.arena.chunks = [][]byte{ids}
+	st.ids.byHash = make(map[uint64]uint32, st.live)
 	for i := range st.slots {
 		if st.attrs[i].dead {
 			continue
 		}
-		id := string(st.id(uint32(i)))
-		if _, dup := st.lookup(id); dup {
+		id := st.id(uint32(i))
+		hv := maphash.Bytes(st.ids.seed, id)
+		old, ok := st.ids.byHash[hv]
+		if !ok {
+			st.ids.byHash[hv] = uint32(i)
+			continue
+		}
+		if _, dup := st.ids.over[string(id)]; dup || bytes.Equal(st.id(old), id) {
 			return nil, h, errSnap("id %q twice", id)
 		}
-		st.setID(id, uint32(i))
+		if st.ids.over == nil {
+			st.ids.over = map[string]uint32{}
+		}
+		st.ids.over[string(id)] = uint32(i)
 	}
 	st.liveBytes = live
 
