@@ -111,7 +111,7 @@ func isHash(s string) bool {
 
 // Options configure a Store.
 type Options struct {
-	Dir        string           // the config dir holding auth.json
+	Dir        string           // the config dir holding auth.json; "" keeps everything in memory
 	OwnerToken string           // the shared token (APP_AUTH_TOKEN or the token file): the owner's
 	CodeTTL    time.Duration    // how long a pairing code lives; default 5m
 	MaxCodes   int              // pairing codes outstanding at once; default 4
@@ -150,7 +150,11 @@ func Open(o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Store{o: o, path: filepath.Join(o.Dir, FileName), f: File{Version: 1}, onRevoke: map[int]func(string){}}
+	s := &Store{o: o, f: File{Version: 1}, onRevoke: map[int]func(string){}}
+	if o.Dir == "" {
+		return s, nil
+	}
+	s.path = filepath.Join(o.Dir, FileName)
 	b, err := os.ReadFile(s.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -166,7 +170,7 @@ func Open(o Options) (*Store, error) {
 	return s, nil
 }
 
-// Path is auth.json's path.
+// Path is auth.json's path, "" for a store in memory.
 func (s *Store) Path() string { return s.path }
 
 // HashToken is the hex SHA-256 a device token is kept as.
@@ -433,6 +437,9 @@ func (s *Store) Export() Export {
 // saveLocked writes auth.json atomically: a temporary file, fsync'd,
 // renamed over the old one, the directory fsync'd; mode 0600.
 func (s *Store) saveLocked() error {
+	if s.path == "" {
+		return nil
+	}
 	b, err := json.MarshalIndent(&s.f, "", "  ")
 	if err != nil {
 		return fmt.Errorf("auth: encode: %w", err)
