@@ -2,6 +2,7 @@ package ndjson
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -41,6 +42,9 @@ type testConfig struct {
 	HandshakeTimeout time.Duration
 	Gate             gateOptions
 	Shutdown         func()
+	Auth             Authority
+	TLS              *tls.Config
+	Fingerprint      string
 
 	// Model answers every turn (Config.Models). NoModel, when Model is
 	// nil, is the error the models report instead (shown to clients).
@@ -129,6 +133,9 @@ func (c *testConfig) build() (hearth.Config, Options) {
 		HandshakeTimeout: c.HandshakeTimeout,
 		Gate:             c.Gate,
 		Shutdown:         c.Shutdown,
+		Auth:             c.Auth,
+		TLS:              c.TLS,
+		Fingerprint:      c.Fingerprint,
 		Log:              cfg.Log,
 	}
 }
