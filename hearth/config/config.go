@@ -20,6 +20,7 @@ type Config struct {
 
 	Addr         Setting[string] // host:port to listen on
 	ListenRemote Setting[bool]   // allow a non-loopback Addr (requires AuthToken)
+	TLS          Setting[bool]   // serve the NDJSON port over TLS (self-signed, pinned by clients)
 	Root         Setting[string] // the memory root
 	TokenFile    Setting[string] // the auth token file, used when AuthToken is unset
 	Gateway      Setting[string] // gateway.json listing MCP servers

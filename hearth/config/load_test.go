@@ -77,6 +77,7 @@ func TestLoadDefaults(t *testing.T) {
 		File:           str("config", filepath.Join(dir, "mnemo", "hearth.toml")),
 		Addr:           str("addr", "127.0.0.1:7744"),
 		ListenRemote:   Setting[bool]{false, def("listen_remote")},
+		TLS:            Setting[bool]{false, def("tls")},
 		Root:           str("root", "/home/me/.local/share/mnemo"),
 		TokenFile:      str("token_file", filepath.Join(dir, "mnemo", "token")),
 		Gateway:        str("gateway", filepath.Join(dir, "mnemo", "gateway.json")),
