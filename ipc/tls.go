@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -215,6 +216,22 @@ func writeFileAtomic(path string, b []byte) error {
 	if d, err := os.Open(dir); err == nil {
 		defer d.Close()
 		return d.Sync()
+	}
+	return nil
+}
+
+// List writes the pins, one "host fingerprint" a line.
+func (k *KnownHearths) List(w io.Writer) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	pins, order, err := k.read()
+	if err != nil {
+		return err
+	}
+	for _, h := range order {
+		if _, err := fmt.Fprintf(w, "%s %s\n", h, pins[h]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
