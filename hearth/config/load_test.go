@@ -169,6 +169,7 @@ func TestBindRegistersTodaysFlags(t *testing.T) {
 		{"log-level", "info", "log level: debug, info, warn, error"},
 		{"max-iterations", "0", "safety bound on model calls in one turn (0: none)"},
 		{"root", "", "memory root directory (default $XDG_DATA_HOME/mnemo)"},
+		{"tls", "false", "serve the port over TLS with a self-signed certificate made in the config dir; clients pin its fingerprint"},
 		{"token-file", "", "auth token file, used when APP_AUTH_TOKEN is unset (default $XDG_CONFIG_HOME/mnemo/token)"},
 		{"tool-timeout", "1m0s", "bound on one tool call (a tool may declare its own)"},
 		{"vectors", "", "word-vector file of the offline embedder (default $MNEMO_VECTORS or $XDG_CACHE_HOME/mnemo/wink-sg100-100k.bin; `make vectors` builds it)"},
