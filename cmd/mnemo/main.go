@@ -219,7 +219,7 @@ func run() error {
 			return ipc.DiscoverToken(os.Getenv)
 		}
 		return doctor(ctx, doctorEnv{clientVersion: version, token: tok, health: askHealth(o.Addr, o.Client),
-			root: r, gw: gw, free: statfsFree, now: time.Now, config: cerr}, os.Stdout)
+			root: r, gw: gw, free: statfsFree, now: time.Now, config: cerr, tls: func() string { return tlsLine(o.Addr) }}, os.Stdout)
 	case "stop": // stop.go
 		if *localMode {
 			return usagef("stop asks a running hearth to stop; with --local there is none")
