@@ -90,3 +90,13 @@ func (s *Server) revoked(device string) {
 		cut()
 	}
 }
+
+// revoked reports whether device is revoked (or gone).
+func revoked(a Authority, device string) bool {
+	for _, d := range a.Devices() {
+		if d.ID == device {
+			return !d.RevokedAt.IsZero()
+		}
+	}
+	return true
+}

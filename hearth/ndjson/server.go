@@ -368,11 +368,15 @@ func (s *Server) session(ctx context.Context, nc net.Conn, r *ipc.Reader, hello 
 		return
 	}
 	c.sess = sess
-	untrack := s.trackDevice(c, id.Device, func() {
+	cut := func() {
 		c.setWhy(&ipc.Error{Code: ipc.CodeUnauthorized, Message: "this device's credential was revoked"})
 		sess.Close()
-	})
+	}
+	untrack := s.trackDevice(c, id.Device, cut)
 	defer untrack()
+	if id.Device != "" && revoked(s.opts.Auth, id.Device) {
+		cut() // revoked between the handshake and the tracking
+	}
 	s.log.Info("client connected", "client", c.id, "name", hello.Client, "remote", remote, "subject", id.Subject, "actor", id.Actor)
 	readerDone := make(chan struct{})
 	go func() {
