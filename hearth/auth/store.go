@@ -125,6 +125,8 @@ type Store struct {
 	o    Options
 	path string
 
+	defaults []Rule // DefaultRules, made once
+
 	mu       sync.Mutex
 	f        File
 	codes    []pairing
@@ -150,7 +152,7 @@ func Open(o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Store{o: o, f: File{Version: 1}, onRevoke: map[int]func(string){}}
+	s := &Store{o: o, defaults: DefaultRules(), f: File{Version: 1}, onRevoke: map[int]func(string){}}
 	if o.Dir == "" {
 		return s, nil
 	}
@@ -228,7 +230,7 @@ func (s *Store) Authorize(id Identity, res Resource, act Action) error {
 	if err := decide(rules, id, res, act); err == nil || hasDeny(rules, id, res, act) {
 		return err
 	}
-	return decide(DefaultRules(), id, res, act)
+	return decide(s.defaults, id, res, act)
 }
 
 func hasDeny(rules []Rule, id Identity, res Resource, act Action) bool {
