@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -260,7 +261,9 @@ func TestPairCodesOverTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := startHearth(t, "", func(tc *testConfig) { tc.Auth = st })
+	src := netip.MustParseAddr("127.0.0.1")
+	thr := auth.NewThrottle(auth.ThrottleOptions{BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})
+	th := startHearth(t, "", func(tc *testConfig) { tc.Auth, tc.Throttle = st, thr })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	code := func() string {
@@ -292,6 +295,11 @@ func TestPairCodesOverTCP(t *testing.T) {
 	}
 	if n := len(st.Devices()); n != 1 {
 		t.Errorf("%d devices, want 1", n)
+	}
+	// Each refusal was a failure of this source, counted by the throttle
+	// every door shares.
+	if n, sources := thr.Stats(); n != uint64(len(tests)) || sources != 1 || !thr.Suspect(src) {
+		t.Errorf("throttle: %d failures from %d sources, want %d from 1 (this one)", n, sources, len(tests))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
@@ -43,6 +44,7 @@ type testConfig struct {
 	Gate             gateOptions
 	Shutdown         func()
 	Auth             Authority
+	Throttle         *auth.Throttle
 	TLS              *tls.Config
 	Fingerprint      string
 
@@ -134,6 +136,7 @@ func (c *testConfig) build() (hearth.Config, Options) {
 		Gate:             c.Gate,
 		Shutdown:         c.Shutdown,
 		Auth:             c.Auth,
+		Throttle:         c.Throttle,
 		TLS:              c.TLS,
 		Fingerprint:      c.Fingerprint,
 		Log:              cfg.Log,
