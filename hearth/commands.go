@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
 )
@@ -15,10 +16,23 @@ import (
 // Send queues a text message from the owner; the agent answers it in
 // turn. ref is echoed in the events about it.
 func (h *Hearth) Send(ref, content string) error {
+	return h.send(nil, ref, content)
+}
+
+// SendAs is Send for a sender whose identity ctx carries (auth.WithIdentity):
+// the turn's tools see it in their ctx. Without one it is Send.
+func (h *Hearth) SendAs(ctx context.Context, ref, content string) error {
+	if id, ok := auth.From(ctx); ok {
+		return h.send(&id, ref, content)
+	}
+	return h.send(nil, ref, content)
+}
+
+func (h *Hearth) send(id *auth.Identity, ref, content string) error {
 	if strings.TrimSpace(content) == "" {
 		return &Problem{Code: CodeBadRequest, Message: "message content is empty", Ref: ref}
 	}
-	return h.enqueue(h.conv, turnReq{ref: ref, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
+	return h.enqueue(h.conv, turnReq{ref: ref, id: id, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
 }
 
 // AddTranscript queues a finished voice turn (role user or agent); it is

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mnemo/mnemo/hearth/agent"
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/internal/backoff"
 	"github.com/mnemo/mnemo/memory"
@@ -207,6 +208,9 @@ type conversation struct {
 type turnReq struct {
 	rec journal.Record
 	ref string
+	// id is the sender's identity when the door gave one (SendAs): the
+	// turn's tools see it in their ctx (auth.From).
+	id *auth.Identity
 	// mark, when set, is no turn: it primes the voice→text injection
 	// once what was queued before it is stored (see StopVoice).
 	mark *modeMark

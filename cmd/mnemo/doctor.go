@@ -63,6 +63,9 @@ type doctorEnv struct {
 	// audio lists the sound devices; nil when this mnemo is built without
 	// voice.
 	audio func(ctx context.Context) ([]voicectl.Device, error)
+	// tls, when set, says which TLS certificate this client trusts for
+	// hearth ("" when it speaks plain TCP).
+	tls func() string
 }
 
 // minFree is the free space under the memory root below which doctor
@@ -109,6 +112,11 @@ func doctor(ctx context.Context, env doctorEnv, w io.Writer) error {
 	if h != nil {
 		add(providerFinding(h))
 		add(recallFinding(h.Index))
+	}
+	if env.tls != nil {
+		if line := env.tls(); line != "" {
+			add(finding{"tls", true, line, "", false})
+		}
 	}
 	add(rootFinding(env.root))
 	add(journalFinding(filepath.Join(env.root, "threads")))
@@ -518,4 +526,25 @@ func doctorDefaults(root string) (string, string, error) {
 		}
 	}
 	return root, cfg.Gateway.Value, cerr
+}
+
+// tlsLine says which certificate this client pins for a tls:// address,
+// for doctor; "" for plain TCP.
+func tlsLine(addr string) string {
+	host, ok := ipc.SplitAddr(addr)
+	if !ok {
+		return ""
+	}
+	known, err := ipc.DefaultKnownHearths()
+	if err != nil {
+		return ""
+	}
+	fp, err := known.Lookup(host)
+	switch {
+	case err != nil:
+		return "known_hearths unreadable: " + err.Error()
+	case fp == "":
+		return host + ": no certificate pinned yet (the first connection pins it)"
+	}
+	return host + " pinned as " + fp + " (mnemo trust --forget " + host + " re-pins)"
 }

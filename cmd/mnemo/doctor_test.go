@@ -57,6 +57,19 @@ func TestDoctor(t *testing.T) {
 		fail   bool
 	}{
 		{"all good", nil, []string{"all good", "2 record(s) in 1 file(s)", "no MCP servers"}, false},
+		{"tls pinned", func(t *testing.T, e *doctorEnv) {
+			home := t.TempDir()
+			t.Setenv("XDG_CONFIG_HOME", home)
+			k := &ipc.KnownHearths{Path: filepath.Join(home, "mnemo", "known_hearths")}
+			if _, err := k.Check("10.0.0.5:7744", "sha256:ab12"); err != nil {
+				t.Fatal(err)
+			}
+			e.tls = func() string { return tlsLine("tls://10.0.0.5:7744") }
+		}, []string{"ok   tls      10.0.0.5:7744 pinned as sha256:ab12", "all good"}, false},
+		{"tls not pinned yet", func(t *testing.T, e *doctorEnv) {
+			t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+			e.tls = func() string { return tlsLine("tls://10.0.0.5:7744") }
+		}, []string{"no certificate pinned yet"}, false},
 		{"no token", func(t *testing.T, e *doctorEnv) {
 			e.token = func() (string, error) { return "", ipc.ErrNoToken }
 		}, []string{"FAIL token", "fix: start hearth once"}, true},

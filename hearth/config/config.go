@@ -26,6 +26,7 @@ type Config struct {
 	Root      Setting[string] // the memory root
 	TokenFile Setting[string] // the auth token file, used when AuthToken is unset
 	Gateway   Setting[string] // gateway.json listing MCP servers
+	TLS       Setting[bool]   // serve the NDJSON port over TLS (self-signed, pinned by clients)
 
 	HistoryTurns   Setting[int]           // turns sent to a client when it connects
 	ToolTimeout    Setting[time.Duration] // bound on one tool call

@@ -34,6 +34,7 @@
 //	addr = "127.0.0.1:7744"           # -addr; MNEMO_HEARTH_PORT sets 127.0.0.1:PORT
 //	listen_remote = false             # -listen-remote: allow a non-loopback addr
 //	http = "127.0.0.1:7745"           # -http: the HTTP door (default: none)
+//	tls = false                       # -tls: TLS on the port, self-signed; clients pin it
 //	root = "/home/me/mnemo"           # -root: the memory root
 //	token_file = "token"              # -token-file (relative: beside this file)
 //	gateway = "gateway.json"          # -gateway: MCP servers

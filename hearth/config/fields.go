@@ -44,6 +44,7 @@ var fields = []field{
 	{key: "addr", flag: "addr", env: "MNEMO_HEARTH_PORT", envText: portAddr, value: func(c *Config) value { return text(&c.Addr, false) }},
 	{key: "listen_remote", flag: "listen-remote", value: func(c *Config) value { return boolean(&c.ListenRemote) }},
 	{key: "http", flag: "http", unset: "(none: no HTTP door)", value: func(c *Config) value { return text(&c.HTTPAddr, false) }},
+	{key: "tls", flag: "tls", value: func(c *Config) value { return boolean(&c.TLS) }},
 	{key: "root", flag: "root", value: func(c *Config) value { return path(&c.Root) }},
 	{key: "token_file", flag: "token-file", value: func(c *Config) value { return path(&c.TokenFile) }},
 	{key: "gateway", flag: "gateway", value: func(c *Config) value { return path(&c.Gateway) }},

@@ -17,7 +17,7 @@ type Flags struct {
 	// The registered values; Load reads them through the FlagSet.
 	addr, root, gateway, tokenFile, vectors, logLevel, logFile string
 	httpAddr                                                   string
-	listenRemote, logCompress                                  bool
+	listenRemote, logCompress, tls                             bool
 	history, maxIterations, contextBudget                      int
 	logMaxSize, logBackups                                     int
 	toolTimeout, confirmTimeout                                time.Duration
@@ -32,6 +32,7 @@ func Bind(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.addr, "addr", "", "listen address (default 127.0.0.1:$MNEMO_HEARTH_PORT or 127.0.0.1:7744)")
 	fs.StringVar(&f.httpAddr, "http", "", "also serve the HTTP API (OpenAI-compatible, /engine/chat, /v1/query…) on this address, e.g. 127.0.0.1:7745 (default: none)")
 	fs.BoolVar(&f.listenRemote, "listen-remote", false, "allow a non-loopback -addr (requires APP_AUTH_TOKEN)")
+	fs.BoolVar(&f.tls, "tls", false, "serve the port over TLS with a self-signed certificate made in the config dir; clients pin its fingerprint")
 	fs.StringVar(&f.root, "root", "", "memory root directory (default $XDG_DATA_HOME/mnemo)")
 	fs.IntVar(&f.history, "history", 50, "turns sent to a client when it connects")
 	fs.StringVar(&f.gateway, "gateway", "", "gateway.json listing MCP servers (default $XDG_CONFIG_HOME/mnemo/gateway.json)")

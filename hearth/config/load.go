@@ -118,6 +118,7 @@ func (l *loader) defaults() *Config {
 		Addr:           str("addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(ipc.DefaultPort))),
 		ListenRemote:   Setting[bool]{false, def("listen_remote")},
 		HTTPAddr:       str("http", ""),
+		TLS:            Setting[bool]{false, def("tls")},
 		Root:           under("root", l.dataDir),
 		TokenFile:      under("token_file", l.configDir, "token"),
 		Gateway:        under("gateway", l.configDir, "gateway.json"),

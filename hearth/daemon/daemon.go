@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -49,6 +50,8 @@ type Runtime struct {
 	// recallRetry is how opening recall backs off; zero takes the
 	// defaults (tests shorten it).
 	recallRetry recollect.RetryPolicy
+	// ownerToken is the shared token, the owner's (set by Run).
+	ownerToken string
 }
 
 func (rt *Runtime) setDefaults() {
@@ -94,6 +97,15 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 		defer httpLn.Close()
 	}
 
+	var tlsCfg *tls.Config
+	var fingerprint string
+	if cfg.TLS.Value {
+		if tlsCfg, fingerprint, err = auth.ServerTLS(authDir(cfg)); err != nil {
+			return err
+		}
+		log.Info("TLS on; clients pin this certificate", "fingerprint", fingerprint)
+	}
+	rt.ownerToken = token
 	s, err := open(ctx, cfg, rt, ln.Addr().String())
 	if err != nil {
 		return err
@@ -104,7 +116,8 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 	// owner asks over the protocol (mnemo stop), as SIGTERM does.
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	door, err := ndjson.New(s.core, ndjson.Options{Token: token, Log: log, Shutdown: stop})
+	door, err := ndjson.New(s.core, ndjson.Options{Token: token, Auth: s.auth, Throttle: s.throttle,
+		TLS: tlsCfg, Fingerprint: fingerprint, Log: log, Shutdown: stop})
 	if err != nil {
 		return err
 	}
@@ -172,6 +185,11 @@ func (s *System) Core() *hearth.Hearth { return s.core }
 // System is hearth assembled: the memory root, the journal, memory, the
 // tools and the core over them.
 type System struct {
+	// auth is the auth layer of every door (devices, rules, pairing);
+	// throttle slows guessing sources at every door.
+	auth     *auth.Store
+	throttle *auth.Throttle
+
 	lock     *memory.RootLock
 	root     *memory.Root
 	journal  *journal.Journal
@@ -245,11 +263,23 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		mem.Run(recallCtx)
 	}()
 
+	// The auth layer lives beside the token file: auth.json, the TLS
+	// certificate. A client's own core (--local) keeps none.
+	dir := authDir(cfg)
+	if rt.Local {
+		dir = ""
+	}
+	authStore, err := auth.Open(auth.Options{Dir: dir, OwnerToken: rt.ownerToken})
+	if err != nil {
+		return nil, err
+	}
+	s.auth, s.throttle = authStore, auth.NewThrottle(auth.ThrottleOptions{})
+
 	var core *hearth.Hearth // the cache_store tool commits through it
 	s.registry = tools.New(tools.Options{
 		GatewayPath: cfg.Gateway.Value,
 		ManifestDir: filepath.Join(root.Dir(), "tools"),
-		Builtins: []tools.Builtin{
+		Builtins: append([]tools.Builtin{
 			tools.CurrentTime(time.Now),
 			tools.MemorySearch(mem.Search),
 			tools.CacheStore(func(ctx context.Context, label, content string) (string, error) {
@@ -295,7 +325,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 				}
 				return out, err
 			}),
-		},
+		}, tools.AuthTools(authStore)...),
 		Log: log,
 	})
 	voice, err := voiceMinter(cfg, log)
@@ -381,6 +411,21 @@ func lockRoot(dir string, local bool, addr string) (*memory.RootLock, error) {
 	}
 	return nil, err
 }
+
+// authDir is where auth.json and the TLS certificate live: beside the
+// token file, in hearth's config dir.
+func authDir(cfg *config.Config) string {
+	if cfg.TokenFile.Value == "" {
+		return ""
+	}
+	return filepath.Dir(cfg.TokenFile.Value)
+}
+
+// Auth is hearth's auth layer, for the other doors (the HTTP door).
+func (s *System) Auth() *auth.Store { return s.auth }
+
+// Throttle is the failed-credential throttle every door shares.
+func (s *System) Throttle() *auth.Throttle { return s.throttle }
 
 // authToken returns APP_AUTH_TOKEN, else the token file's, minting the
 // file (0600) on first start.
