@@ -107,6 +107,9 @@ type Config struct {
 	// Curator, when set (and with a Vault), runs the curator pass after
 	// each turn (see CuratorConfig); nil: off.
 	Curator *CuratorConfig
+	// Jobs, when set (and with a Vault), runs the vault's jobs (see
+	// JobsConfig); nil: off.
+	Jobs *JobsConfig
 
 	HistoryTurns   int           // records in a snapshot; default 50
 	ContextTurns   int           // most records sent to the model, within the budget; default 100
@@ -168,6 +171,11 @@ type Hearth struct {
 	catalog *catalog
 	// curator is the curator pass's state; nil when it is off.
 	curator *curatorState
+	// jobs is the job runner's state; nil when it is off.
+	jobs *jobsState
+	// started is when New made the hearth: a session whose last record
+	// is older ended with a stop.
+	started time.Time
 
 	mu      sync.Mutex
 	subs    map[*Subscription]struct{}
@@ -255,6 +263,13 @@ func New(cfg Config) (*Hearth, error) {
 		}
 		h.curator = newCuratorState(cfg.Curator)
 	}
+	h.started = time.Now()
+	if cfg.Jobs != nil {
+		if cfg.Jobs.StateDir == "" {
+			return nil, errors.New("hearth: the job runner needs a state dir")
+		}
+		h.jobs = newJobsState(cfg.Jobs)
+	}
 	if cfg.ToolCatalog && cfg.Vault != nil && cfg.Tools != nil {
 		h.catalog = &catalog{raw: cfg.Tools, wake: make(chan struct{}, 1)}
 		h.cfg.Tools = observedTools{Tools: cfg.Tools, cat: h.catalog}
@@ -280,9 +295,11 @@ func (h *Hearth) Run(ctx context.Context) error {
 
 	catalogDone := h.startCatalog(ctx)
 	curatorDone := h.startCurator(ctx)
+	jobsDone := h.startJobs(ctx)
 	h.converse(ctx, turnCtx, h.conv)
 	catalogDone()
 	curatorDone()
+	jobsDone()
 	h.log.Info("shutting down")
 
 	h.mu.Lock()
