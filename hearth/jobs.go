@@ -578,14 +578,6 @@ const maxJobNotes = 200
 // stageJob asks the model and decodes its reply; nothing is written.
 func (h *Hearth) stageJob(ctx context.Context, j *jobs.Job, key, period string, due time.Time, recs []journal.Record) (staged, error) {
 	s := h.jobs
-	model := s.cfg.Model
-	if model == nil {
-		m, err := h.model()
-		if err != nil {
-			return staged{}, err
-		}
-		model = m
-	}
 	prompt, err := h.cfg.Vault.Read(j.Prompt)
 	if err != nil || len(strings.TrimSpace(string(prompt))) == 0 {
 		return staged{}, fmt.Errorf("prompt %s missing or unreadable (%v)", j.Prompt, err)
@@ -602,6 +594,7 @@ func (h *Hearth) stageJob(ctx context.Context, j *jobs.Job, key, period string, 
 	} else {
 		b.WriteString(curator.Message(h.conv.id, recs, 0))
 	}
+	shown := 0
 	for _, prefix := range j.Inputs.Notes {
 		notes, err := h.cfg.Vault.List(ctx, vault.ListFilter{Prefix: prefix + "/"})
 		if err != nil {
@@ -618,7 +611,19 @@ func (h *Hearth) stageJob(ctx context.Context, j *jobs.Job, key, period string, 
 				continue
 			}
 			fmt.Fprintf(&b, "- %s: %q (%s, %s, tags %s, updated %s)\n", n.Path, n.Title, n.Type, n.Status, strings.Join(n.Tags, ","), n.UpdatedAt.Format(time.DateOnly))
+			shown++
 		}
+	}
+	if len(recs) == 0 && shown == 0 {
+		return staged{Key: key}, nil // nothing to read: no model call
+	}
+	model := s.cfg.Model
+	if model == nil {
+		m, err := h.model()
+		if err != nil {
+			return staged{}, err
+		}
+		model = m
 	}
 	req := llm.Request{
 		Model: s.cfg.ModelName,

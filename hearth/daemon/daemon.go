@@ -339,6 +339,12 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 	if cfg.Curator.Enabled.Value {
 		curatorCfg = &hearth.CuratorConfig{StateDir: filepath.Join(root.IndexDir(), "curator"), ModelName: cfg.Curator.Model.Value}
 	}
+	// The vault's jobs (DESIGN.md "Jobs") call the model in the
+	// background like the curator, so they follow its switch and model.
+	var jobsCfg *hearth.JobsConfig
+	if cfg.Curator.Enabled.Value {
+		jobsCfg = &hearth.JobsConfig{StateDir: filepath.Join(root.IndexDir(), "jobs"), ModelName: cfg.Curator.Model.Value}
+	}
 	core, err = hearth.New(hearth.Config{
 		Journal:        j,
 		Models:         prefs,
@@ -351,6 +357,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		Vault:          vlt,
 		ToolCatalog:    true,
 		Curator:        curatorCfg,
+		Jobs:           jobsCfg,
 		HistoryTurns:   cfg.HistoryTurns.Value,
 		ToolTimeout:    cfg.ToolTimeout.Value,
 		ConfirmTimeout: cfg.ConfirmTimeout.Value,
