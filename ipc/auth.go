@@ -159,5 +159,5 @@ func newAuthMsg(typ string) Msg {
 	case TypeIdentity:
 		return new(Identity)
 	}
-	return nil
+	return newJobsMsg(typ)
 }

@@ -118,6 +118,10 @@ var samples = []struct {
 	{ipc.TypeDeviceRevoked, &ipc.DeviceRevoked{ID: "3fa9c1d2", Ref: "r1"}},
 	{ipc.TypeWhoami, &ipc.Whoami{Ref: "w1"}},
 	{ipc.TypeIdentity, &ipc.Identity{Subject: "laptop", Actor: "owner", Device: "3fa9c1d2", Ref: "w1"}},
+	{ipc.TypeJobs, &ipc.Jobs{Ref: "j1"}},
+	{ipc.TypeJobList, &ipc.JobList{Ref: "j1", Jobs: []ipc.JobInfo{{Name: "daily", Schedule: "daily at 05:00", Enabled: true, LastKey: "daily:2026-11-25", Result: "ok", Applied: 1}, {Name: "broken", Error: "jobs/broken.yml: schedule"}}}},
+	{ipc.TypeJobRun, &ipc.JobRun{Ref: "j2", Name: "daily"}},
+	{ipc.TypeJobResult, &ipc.JobResult{Ref: "j2", Name: "daily", Key: "daily:2026-11-25", Applied: 1, Queued: 1}},
 }
 
 var dev1 = ipc.Device{ID: "3fa9c1d2", Name: "laptop", Actor: "owner", Created: ts1, LastUsed: ts1, RevokedAt: ts1}
@@ -142,6 +146,7 @@ var allTypes = []string{
 	ipc.TypeShutdown,
 	ipc.TypePairStart, ipc.TypePairCode, ipc.TypePair, ipc.TypePaired, ipc.TypeDevices, ipc.TypeDeviceList,
 	ipc.TypeDeviceRevoke, ipc.TypeDeviceRevoked, ipc.TypeWhoami, ipc.TypeIdentity,
+	ipc.TypeJobs, ipc.TypeJobList, ipc.TypeJobRun, ipc.TypeJobResult,
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {
