@@ -59,6 +59,8 @@ commands:
   memory list|read|write|edit|delete|history|pending|approve|reject
                   the vault's notes, their history, and the agent's
                   proposals to review (mnemo memory lists the commands)
+  jobs [run NAME] the vault's jobs (daily, weekly, session summary): last run,
+                  result, errors, next run; run one now (the owner only)
   status          hearth's health: agent state, model, recall index progress
   ping [-wait D]  check that hearth answers, waiting up to D
   stop            ask hearth to shut down gracefully (the owner only)
@@ -235,6 +237,10 @@ func run() error {
 		if _, err := memoryArgs(args); err != nil {
 			return err
 		}
+	case "jobs": // jobs.go
+		if *localMode {
+			return usagef("jobs asks a running hearth; with --local there is none")
+		}
 	case "send":
 		if strings.TrimSpace(strings.Join(args, " ")) == "" {
 			return usagef(`send needs the text: mnemo send "hello"`)
@@ -281,6 +287,8 @@ func run() error {
 		return stopHearth(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	case "pair": // pair.go
 		return pairCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
+	case "jobs": // jobs.go
+		return jobsCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	case "devices":
 		return devicesCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	default:

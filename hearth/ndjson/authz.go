@@ -52,6 +52,8 @@ var needs = map[string]need{
 	ipc.TypeProposalDecide: {auth.ResVault, auth.ActAdmin},
 	ipc.TypeVaultPurge:     {auth.ResVault, auth.ActAdmin},
 	ipc.TypeVaultExport:    {auth.ResVault, auth.ActAdmin},
+	ipc.TypeJobs:           {auth.ResVault, auth.ActRead},
+	ipc.TypeJobRun:         {auth.ResVault, auth.ActAdmin},
 	ipc.TypeShutdown:       {auth.ResAdmin, auth.ActAdmin},
 	ipc.TypePairStart:      {auth.ResAdmin, auth.ActAdmin},
 	ipc.TypeDevices:        {auth.ResAdmin, auth.ActAdmin},

@@ -223,6 +223,10 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.vaultPurge(m)
 	case *ipc.VaultExport:
 		s.vaultExport(m)
+	case *ipc.Jobs:
+		s.jobs(m)
+	case *ipc.JobRun:
+		s.jobRun(m)
 	case *ipc.Health:
 		s.reply(s.health(m.Ref))
 	case *ipc.Shutdown:
@@ -590,6 +594,11 @@ func (s *Session) health(ref string) *ipc.HealthReport {
 	}
 	if v := h.Vault; v != nil {
 		r.Vault = &ipc.VaultHealth{Uncommitted: v.Uncommitted, Failing: v.Failing, Since: v.Since}
+	}
+	if jc, ok := s.core.(JobsCore); ok {
+		if jh := jc.JobsHealth(); jh != nil {
+			r.Jobs = &ipc.JobsHealth{Jobs: jh.Jobs, Failing: jh.Failing, Bad: jh.Bad, Runs: jh.Runs, LastError: jh.LastError}
+		}
 	}
 	if s.opts.Health != nil {
 		s.opts.Health(r)
