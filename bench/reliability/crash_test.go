@@ -380,7 +380,8 @@ func (l *ledger) check(t *testing.T, addr, root string, rng *rand.Rand, full boo
 	}
 	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 		if line != "" && line != " M "+ledgerPath && line != "?? threads/" {
-			t.Errorf("git status: %q (the vault left a change uncommitted)", line)
+			log, _ := exec.CommandContext(ctx, "git", "-C", root, "log", "--stat", "-3", "--", strings.TrimSpace(line[2:])).CombinedOutput()
+			t.Errorf("git status: %q (the vault left a change uncommitted); its commits:\n%s", line, log)
 		}
 	}
 	committed, err := exec.CommandContext(ctx, "git", "-C", root, "show", "HEAD:"+ledgerPath).Output()
