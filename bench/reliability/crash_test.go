@@ -65,6 +65,11 @@ func TestCrashLoop(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("cycle %d failed", cycle)
 		}
+		if (cycle+1)%25 == 0 {
+			l.mu.Lock()
+			t.Logf("%d cycles in %s: acknowledged %d turns and %d notes, %d record checks", cycle+1, time.Since(start).Round(time.Second), len(l.turns), len(l.notes), l.checks)
+			l.mu.Unlock()
+		}
 	}
 	// A last start checks everything, then a clean stop.
 	d := hearthtest.Start(t, hearthBin, opts)
