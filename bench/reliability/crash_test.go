@@ -428,6 +428,8 @@ func refOf(m ipc.Msg) string {
 		return m.Ref
 	case *ipc.VaultFile:
 		return m.Ref
+	case *ipc.ProposalDecided:
+		return m.Ref
 	case *ipc.Error:
 		return m.Ref
 	}
