@@ -106,3 +106,36 @@ func TestCommitPendingRemovesTheTempFileAKillLeft(t *testing.T) {
 		t.Errorf("a file of no pending write was removed: %v", err)
 	}
 }
+
+// A commit replaces the branch file whole (a new file renamed over it), so
+// a kill can never leave it empty: go-git truncated it in place and wrote
+// after, and a kill in between made the next start take the root for a new
+// repository and cut its history off. Found by the crash loop.
+func TestCommitReplacesTheBranchWhole(t *testing.T) {
+	dir := committedRoot(t)
+	ref := filepath.Join(dir, ".git", "refs", "heads", "master")
+	if _, err := os.Stat(ref); err != nil {
+		ref = filepath.Join(dir, ".git", "refs", "heads", "main")
+	}
+	before, err := os.Stat(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := headHash(t, dir)
+	if _, err := New(dir, nil).Apply(t.Context(), projectProposal(t, "knowledge/projects/whole.md")); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.SameFile(before, after) {
+		t.Error("the branch file was rewritten in place")
+	}
+	if b, _ := os.ReadFile(ref); string(b) != headHash(t, dir)+"\n" || headHash(t, dir) == parent {
+		t.Errorf("branch file %q, HEAD %s (was %s)", b, headHash(t, dir), parent)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(ref), ".mnemo-ref*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}

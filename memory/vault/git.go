@@ -75,7 +75,9 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 	put := storerPut(repo.Storer)
 	var changes map[string]change
 	gitDir := filepath.Join(dir, git.GitDirName)
+	changesRaw := false // .git is a directory: objects, index and refs written here
 	if st, err := os.Lstat(gitDir); err == nil && st.IsDir() {
+		changesRaw = true
 		put = (&looseWriter{gitDir: gitDir}).put
 		changes, err = stageRaw(gitDir, dir, paths, put)
 		if errors.Is(err, errIndexVersion) {
@@ -120,8 +122,13 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 	if err != nil {
 		return fail(fmt.Errorf("commit: %w", err))
 	}
-	// HEAD names a branch (refs/heads/…), or a commit when detached.
-	if err := repo.Storer.CheckAndSetReference(plumbing.NewHashReference(head.Name(), hash), head); err != nil {
+	// HEAD names a branch (refs/heads/…), or a commit when detached; with
+	// .git a directory the reference is replaced whole (setRef).
+	if changesRaw {
+		if err := setRef(gitDir, head.Name(), head.Hash(), hash); err != nil {
+			return fail(fmt.Errorf("move %s: %w", head.Name(), err))
+		}
+	} else if err := repo.Storer.CheckAndSetReference(plumbing.NewHashReference(head.Name(), hash), head); err != nil {
 		return fail(fmt.Errorf("move %s: %w", head.Name(), err))
 	}
 	return hash.String(), nil
