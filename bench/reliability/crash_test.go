@@ -92,6 +92,8 @@ type ledger struct {
 	refused int                 // vault writes answered with an error
 	checks  int                 // records verified
 	hits    int                 // search hits resolved
+	// firstCommit is the root's first commit (git rev-list output).
+	firstCommit string
 }
 
 func (l *ledger) acked() int {
@@ -379,6 +381,19 @@ func (l *ledger) check(t *testing.T, addr, root string, rng *rand.Rand, full boo
 	if out, err := exec.CommandContext(ctx, "git", "-C", root, "fsck", "--no-progress").CombinedOutput(); err != nil {
 		t.Errorf("git fsck: %v\n%s", err, out)
 	}
+	// One history: HEAD descends from the root's first commit.
+	first, err := exec.CommandContext(ctx, "git", "-C", root, "rev-list", "--max-parents=0", "HEAD").Output()
+	if err != nil {
+		t.Errorf("git rev-list: %v", err)
+	}
+	l.mu.Lock()
+	if l.firstCommit == "" {
+		l.firstCommit = string(first)
+	}
+	if string(first) != l.firstCommit {
+		t.Errorf("HEAD's history starts at %q, the root's at %q: the history was cut off", first, l.firstCommit)
+	}
+	l.mu.Unlock()
 	out, err := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain").CombinedOutput()
 	if err != nil {
 		t.Errorf("git status: %v\n%s", err, out)
