@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // indexLockMark is what hearth writes in the .git/index.lock it takes. git
@@ -69,6 +68,14 @@ func clearStaleIndexLock(dir string, log *slog.Logger) error {
 	case string(b) != indexLockMark:
 		return nil
 	}
+	// hearth moves a ref (moveRef) only while it holds the index: a ref
+	// lock left with its index lock is its own too.
+	refLocks, _ := filepath.Glob(filepath.Join(gitDir, "refs", "heads", "*.lock"))
+	for _, l := range append(refLocks, filepath.Join(gitDir, "HEAD.lock")) {
+		if err := os.Remove(l); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("vault %s: remove the ref lock a stopped hearth left: %w", dir, err)
+		}
+	}
 	if err := os.Remove(lock); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("vault %s: remove the git index lock a stopped hearth left: %w", dir, err)
 	}
@@ -98,34 +105,4 @@ func removeTemps(dir string, paths []string) {
 			}
 		}
 	}
-}
-
-// setRef moves the reference name (refs/heads/…, or HEAD when detached) of
-// the repository at gitDir from old to hash as git does: the new value is
-// written to a temporary file beside it, fsync'd and renamed over it, and
-// the directory fsync'd. go-git's SetReference truncates the file in place
-// and writes it after: a kill in between left an empty branch, and the next
-// start took the root for a new repository (a first commit with no parent:
-// the history cut off). A value other than old is refused, as git does.
-func setRef(gitDir string, name plumbing.ReferenceName, old, hash plumbing.Hash) error {
-	path := filepath.Join(gitDir, filepath.FromSlash(name.String()))
-	if cur, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(cur)) != old.String() {
-		return fmt.Errorf("%s moved while committing (to %.12s)", name, cur)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".mnemo-ref*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // gone after the rename
-	_, werr := tmp.WriteString(hash.String() + "\n")
-	if err := errors.Join(werr, tmp.Sync(), tmp.Close()); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
 }

@@ -36,6 +36,13 @@ func TestOpenClearsTheIndexLockAKilledHearthLeft(t *testing.T) {
 			if _, err := New(dir, nil).Apply(t.Context(), p); !errors.As(err, &cerr) || !errors.Is(err, ErrIndexLocked) {
 				t.Fatalf("Apply with the lock held = %v, want ErrIndexLocked", err)
 			}
+			// Killed while moving the branch too: its ref lock is left.
+			refLock := filepath.Join(dir, ".git", "refs", "heads", "master.lock")
+			if tc.cleared {
+				if err := os.WriteFile(refLock, []byte("0123\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
 			v, err := Open(t.Context(), dir, data.Vault(), nil)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
@@ -43,6 +50,9 @@ func TestOpenClearsTheIndexLockAKilledHearthLeft(t *testing.T) {
 			_, statErr := os.Stat(lock)
 			if cleared := errors.Is(statErr, fs.ErrNotExist); cleared != tc.cleared {
 				t.Fatalf("lock cleared = %v (%v), want %v", cleared, statErr, tc.cleared)
+			}
+			if _, err := os.Stat(refLock); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("ref lock left: %v", err)
 			}
 			res, err := v.CommitPending(t.Context())
 			if tc.cleared && (err != nil || res.Commit == "") {

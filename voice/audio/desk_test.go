@@ -67,6 +67,12 @@ func openDesk(t testing.TB, srv *voicetest.Server, mode Mode) *testDesk {
 // openDeskWith dials with creds over client and opens the default devices.
 func openDeskWith(t testing.TB, creds voice.Credentials, client *http.Client, mode Mode) *testDesk {
 	t.Helper()
+	return openDeskOn(t, creds, client, mode, DeviceConfig{})
+}
+
+// openDeskOn is openDeskWith on the devices cfg sets up.
+func openDeskOn(t testing.TB, creds voice.Credentials, client *http.Client, mode Mode, cfg DeviceConfig) *testDesk {
+	t.Helper()
 	s, err := voice.Dial(t.Context(), creds, voice.Options{HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +90,7 @@ func openDeskWith(t testing.TB, creds voice.Credentials, client *http.Client, mo
 		}()
 	}})
 	d.c = NewCapture(CaptureConfig{Gate: d.g})
-	d.st, err = OpenStreams(t.Context(), DeviceConfig{}, d.c, d.p)
+	d.st, err = OpenStreams(t.Context(), cfg, d.c, d.p)
 	if err != nil {
 		s.Close()
 		t.Fatal(err)

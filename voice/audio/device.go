@@ -106,7 +106,33 @@ func findDevice(name string, input bool) (*portaudio.DeviceInfo, error) {
 // DeviceConfig chooses the devices; "" is the system default.
 type DeviceConfig struct {
 	Input, Output string
-	Logger        *slog.Logger
+	// InputPeriod and OutputPeriod are the device buffers, whole 20 ms
+	// frames (0: DefaultInputPeriod, DefaultOutputPeriod). A longer
+	// period wakes the device layer less often and adds its length to
+	// that direction's latency.
+	InputPeriod, OutputPeriod time.Duration
+	Logger                    *slog.Logger
+}
+
+// The device periods. Capture takes 40 ms buffers: capturing through
+// ALSA's pulse plugin costs about three times what playing does, and half
+// the wake-ups halve it, for at most 20 ms more before a frame is sent
+// (the first of the two; still 20 ms frames on the wire). Playback keeps
+// 20 ms: its period is added to every reply and to barge-in. Measured in
+// DESIGN.md ("Voice measurements").
+const (
+	DefaultInputPeriod  = 40 * time.Millisecond
+	DefaultOutputPeriod = 20 * time.Millisecond
+)
+
+// periodFrames is d in samples, rounded to whole 20 ms frames (at least one).
+func periodFrames(d, def time.Duration) int {
+	if d <= 0 {
+		d = def
+	}
+	const frame = time.Second * FrameSamples / SampleRate
+	n := int((d + frame/2) / frame)
+	return max(1, n) * FrameSamples
 }
 
 // DeviceStats counts the device's complaints, which are warnings: the
@@ -117,9 +143,12 @@ type DeviceStats struct {
 }
 
 // Streams are the open input and output streams: 24 kHz int16 mono,
-// 20 ms buffers, separate streams (one duplex stream corrupted playback
-// on these machines). The input loop feeds a Capture, the output loop
-// drains a Player.
+// separate streams (one duplex stream corrupted playback on these
+// machines), each read or written by a goroutine of its own with
+// PortAudio's blocking calls. (PortAudio's callbacks cost the same here
+// and, after an output underflow, lose samples the Player counted as
+// played instead of playing a gap: DESIGN.md.) The input loop feeds a
+// Capture, the output loop drains a Player.
 type Streams struct {
 	log       *slog.Logger
 	in, out   *portaudio.Stream
@@ -159,11 +188,11 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 		if err != nil {
 			return nil, err
 		}
-		s.inBuf = make([]int16, FrameSamples)
+		s.inBuf = make([]int16, periodFrames(cfg.InputPeriod, DefaultInputPeriod))
 		s.in, err = portaudio.OpenStream(portaudio.StreamParameters{
 			Input:           portaudio.StreamDeviceParameters{Device: dev, Channels: 1, Latency: dev.DefaultLowInputLatency},
 			SampleRate:      SampleRate,
-			FramesPerBuffer: FrameSamples,
+			FramesPerBuffer: len(s.inBuf),
 		}, s.inBuf)
 		if err != nil {
 			return nil, fmt.Errorf("open input %q: %w", dev.Name, err)
@@ -174,11 +203,11 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 		if err != nil {
 			return nil, err
 		}
-		s.outBuf = make([]int16, FrameSamples)
+		s.outBuf = make([]int16, periodFrames(cfg.OutputPeriod, DefaultOutputPeriod))
 		s.out, err = portaudio.OpenStream(portaudio.StreamParameters{
 			Output:          portaudio.StreamDeviceParameters{Device: dev, Channels: 1, Latency: dev.DefaultLowOutputLatency},
 			SampleRate:      SampleRate,
-			FramesPerBuffer: FrameSamples,
+			FramesPerBuffer: len(s.outBuf),
 		}, s.outBuf)
 		if err != nil {
 			return nil, fmt.Errorf("open output %q: %w", dev.Name, err)
@@ -205,7 +234,8 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 	return s, nil
 }
 
-// captureLoop reads 20 ms buffers; Capture copies what it keeps.
+// captureLoop reads device buffers; Capture cuts them into 20 ms frames
+// and copies what it keeps.
 func (s *Streams) captureLoop(ctx context.Context, c *Capture) {
 	for ctx.Err() == nil {
 		err := s.in.Read()
@@ -219,7 +249,7 @@ func (s *Streams) captureLoop(ctx context.Context, c *Capture) {
 	}
 }
 
-// playLoop writes 20 ms buffers; the blocking Write paces it.
+// playLoop writes device buffers; the blocking Write paces it.
 func (s *Streams) playLoop(ctx context.Context, p *Player) {
 	for ctx.Err() == nil {
 		p.Read(s.outBuf)

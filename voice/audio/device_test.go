@@ -8,7 +8,9 @@ import (
 	"encoding/binary"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -55,6 +57,9 @@ type recorder struct {
 	buf  []int16
 	done bool
 	t0   time.Time // when sample 0 was recorded, best estimate
+	// cpu is the reading goroutine's CPU time (its own locked thread): the
+	// test's, not the client's, so benchmarks take it off.
+	cpu atomic.Int64
 }
 
 func record(t testing.TB, name string, args ...string) *recorder {
@@ -72,6 +77,7 @@ func record(t testing.TB, name string, args ...string) *recorder {
 	r := &recorder{}
 	r.cond = sync.NewCond(&r.mu)
 	go func() {
+		runtime.LockOSThread()
 		b := make([]byte, 4800)
 		var odd []byte
 		for {
@@ -100,6 +106,7 @@ func record(t testing.TB, name string, args ...string) *recorder {
 			}
 			r.cond.Broadcast()
 			r.mu.Unlock()
+			r.cpu.Store(int64(threadCPU()))
 			if err != nil {
 				return
 			}
@@ -381,5 +388,25 @@ func TestEchoGated(t *testing.T) {
 				t.Errorf("echo passed the half-duplex gate: captured peak %.1f dBFS", peak)
 			}
 		})
+	}
+}
+
+func TestPeriodFrames(t *testing.T) {
+	for _, tt := range []struct {
+		d, def time.Duration
+		want   int
+	}{
+		{0, DefaultInputPeriod, 2 * FrameSamples},
+		{0, DefaultOutputPeriod, FrameSamples},
+		{20 * time.Millisecond, DefaultInputPeriod, FrameSamples},
+		{40 * time.Millisecond, DefaultOutputPeriod, 2 * FrameSamples},
+		{49 * time.Millisecond, 0, 2 * FrameSamples},         // whole frames, rounded
+		{51 * time.Millisecond, 0, 3 * FrameSamples},         // up from half a frame
+		{time.Millisecond, DefaultInputPeriod, FrameSamples}, // never less than one
+		{-time.Second, DefaultOutputPeriod, FrameSamples},
+	} {
+		if got := periodFrames(tt.d, tt.def); got != tt.want {
+			t.Errorf("periodFrames(%v, %v) = %d, want %d", tt.d, tt.def, got, tt.want)
+		}
 	}
 }
