@@ -27,6 +27,7 @@ import (
 	"github.com/mnemo/mnemo/hearth/voicekey"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/graph"
 	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/recall/indexer"
 	"github.com/mnemo/mnemo/memory/recollect"
@@ -139,6 +140,8 @@ type System struct {
 	// stopRecall ends recall's background work; recallDone closes after.
 	stopRecall context.CancelFunc
 	recallDone chan struct{}
+	// stopEntities ends the entity graph's background work, saving it.
+	stopEntities func()
 }
 
 // open assembles hearth over the memory root o names.
@@ -201,13 +204,25 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		mem.Run(recallCtx)
 	}()
 
+	entities, stopEntities := startEntities(ctx, root, j, log)
+	s.stopEntities = stopEntities
+
 	var core *hearth.Hearth // the cache_store tool commits through it
 	s.registry = tools.New(tools.Options{
 		GatewayPath: cfg.Gateway.Value,
 		ManifestDir: filepath.Join(root.Dir(), "tools"),
 		Builtins: []tools.Builtin{
 			tools.CurrentTime(time.Now),
-			tools.MemorySearch(mem.Search),
+			// Through the core: the search is expanded with the entities.
+			tools.MemorySearch(func(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error) {
+				return core.Search(ctx, req)
+			}),
+			tools.MemoryEntities(func(_ context.Context, q graph.Query) ([]graph.Entity, error) {
+				return core.FindEntities(q)
+			}),
+			tools.MemoryRelated(func(_ context.Context, name string, limit int) (graph.Entity, []graph.Neighbor, error) {
+				return core.RelatedEntities(name, limit)
+			}),
 			tools.CacheStore(func(ctx context.Context, label, content string) (string, error) {
 				return core.Keep(ctx, label, content)
 			}),
@@ -264,6 +279,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		Budget:         cfg.Budget(),
 		Budgets:        prefs,
 		Memory:         mem,
+		Entities:       entities,
 		Tools:          s.registry,
 		Anchor:         anchor{root},
 		Voice:          voice,
@@ -293,6 +309,9 @@ func (s *System) Close() {
 	if s.stopRecall != nil {
 		s.stopRecall()
 		<-s.recallDone
+	}
+	if s.stopEntities != nil {
+		s.stopEntities()
 	}
 	if s.registry != nil {
 		s.registry.Close()

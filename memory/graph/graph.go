@@ -384,6 +384,18 @@ func sortRelations(rs []Relation) {
 	})
 }
 
+// Entity is entity id, salience fresh.
+func (g *Graph) Entity(id string) (Entity, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.entities[id]
+	if e == nil {
+		return Entity{}, false
+	}
+	g.refresh()
+	return copyEntity(e), true
+}
+
 // Event is what g keeps of event id.
 func (g *Graph) Event(id string) (EventMeta, bool) {
 	g.mu.RLock()

@@ -1,0 +1,66 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/mnemo/mnemo/data"
+	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/graph"
+	"github.com/mnemo/mnemo/memory/journal"
+)
+
+// archetype is the vault's archetype (config/archetype.yml), else the
+// companion archetype hearth ships: an unreadable or invalid file is
+// logged and the default used.
+func archetype(rootDir string, log *slog.Logger) graph.Archetype {
+	b, err := os.ReadFile(filepath.Join(rootDir, filepath.FromSlash(graph.ArchetypeFile)))
+	if err == nil {
+		a, perr := graph.ParseArchetype(b)
+		if perr == nil {
+			return a
+		}
+		log.Warn("the vault's archetype is not valid: using the default companion archetype", "file", graph.ArchetypeFile, "err", perr)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		log.Warn("the vault's archetype is unreadable: using the default companion archetype", "err", err)
+	}
+	b, err = fs.ReadFile(data.Vault(), graph.ArchetypeFile)
+	if err != nil {
+		panic("data: the companion archetype is missing: " + err.Error())
+	}
+	a, err := graph.ParseArchetype(b)
+	if err != nil {
+		panic("data: the companion archetype does not parse: " + err.Error())
+	}
+	return a
+}
+
+// startEntities loads the entity graph of root in the background (its
+// index under the root's index directory, caught up with j or rebuilt
+// from it); stop ends it and waits until it has saved.
+func startEntities(ctx context.Context, root *memory.Root, j *journal.Journal, log *slog.Logger) (live *graph.Live, stop func()) {
+	live = graph.NewLive(graph.LiveOptions{
+		IndexDir:  root.IndexDir(),
+		Archetype: archetype(root.Dir(), log),
+		Journal:   j,
+		Session:   hearth.MainConversation,
+		Log:       log,
+	})
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := live.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Warn("entity graph stopped", "err", err)
+		}
+	}()
+	return live, func() {
+		cancel()
+		<-done
+	}
+}
