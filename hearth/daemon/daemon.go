@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -204,7 +205,8 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		mem.Run(recallCtx)
 	}()
 
-	entities, stopEntities := startEntities(ctx, root, j, log)
+	var notesCore atomic.Pointer[hearth.Hearth] // the entity notes are written through it once it is up
+	entities, stopEntities := startEntities(ctx, root, j, &notesCore, log)
 	s.stopEntities = stopEntities
 
 	var core *hearth.Hearth // the cache_store tool commits through it
@@ -295,6 +297,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 	if err != nil {
 		return nil, err
 	}
+	notesCore.Store(core)
 	prefs.mu.Lock()
 	prefs.announce = core.Announce
 	prefs.mu.Unlock()

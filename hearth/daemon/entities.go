@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/mnemo/mnemo/data"
 	"github.com/mnemo/mnemo/hearth"
@@ -43,13 +44,30 @@ func archetype(rootDir string, log *slog.Logger) graph.Archetype {
 // startEntities loads the entity graph of root in the background (its
 // index under the root's index directory, caught up with j or rebuilt
 // from it); stop ends it and waits until it has saved.
-func startEntities(ctx context.Context, root *memory.Root, j *journal.Journal, log *slog.Logger) (live *graph.Live, stop func()) {
+//
+// After each periodic save the vault's entity notes are brought up to
+// date through core, once it is set (see hearth.WriteEntityNotes).
+func startEntities(ctx context.Context, root *memory.Root, j *journal.Journal, core *atomic.Pointer[hearth.Hearth], log *slog.Logger) (live *graph.Live, stop func()) {
 	live = graph.NewLive(graph.LiveOptions{
 		IndexDir:  root.IndexDir(),
 		Archetype: archetype(root.Dir(), log),
 		Journal:   j,
 		Session:   hearth.MainConversation,
-		Log:       log,
+		Saved: func(ctx context.Context) {
+			h := core.Load()
+			if h == nil {
+				return
+			}
+			res, err := h.WriteEntityNotes(ctx)
+			if err != nil {
+				log.Warn("entity notes: not brought up to date", "err", err)
+				return
+			}
+			if res.Applied+res.Queued+res.Rejected > 0 {
+				log.Info("entity notes written", "applied", res.Applied, "queued", res.Queued, "rejected", res.Rejected)
+			}
+		},
+		Log: log,
 	})
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})

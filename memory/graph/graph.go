@@ -72,6 +72,9 @@ type Entity struct {
 	LastSeen  time.Time `json:"last_seen"`
 	Mentions  int       `json:"mentions"`
 	Salience  float64   `json:"salience"`
+	// Evidence is the ids of the newest events that mention it, oldest
+	// first, at most MaxEvidence.
+	Evidence []string `json:"evidence,omitempty"`
 	// Votes counts the types the mentions' cues gave; the most voted is
 	// Type, ties to the archetype's order. A curator's type is fixed.
 	Votes map[string]int `json:"votes,omitempty"`
@@ -170,14 +173,14 @@ func (g *Graph) Add(ev Event) {
 	}
 	var ids []string
 	if ev.Speaker != "" {
-		if id := g.mention(ev.Speaker, g.arch.SpeakerType, ev.TS); id != "" {
+		if id := g.mention(ev.Speaker, g.arch.SpeakerType, ev.TS, ev.ID); id != "" {
 			ids = append(ids, id)
 		}
 	}
 	speakers := len(ids)
 	for _, s := range Extract(ev.Text) {
 		typ := g.arch.typeOf(s.Before)
-		if id := g.mention(s.Name, typ, ev.TS); id != "" && !slices.Contains(ids, id) {
+		if id := g.mention(s.Name, typ, ev.TS, ev.ID); id != "" && !slices.Contains(ids, id) {
 			ids = append(ids, id)
 		}
 	}
@@ -204,7 +207,7 @@ func (g *Graph) Add(ev Event) {
 // mention counts a mention of name, creating its entity; typ is the type
 // its cue gave ("" none). It returns the entity's id, "" for a name too
 // short to be one.
-func (g *Graph) mention(name, typ string, ts time.Time) string {
+func (g *Graph) mention(name, typ string, ts time.Time, event string) string {
 	key := Normalize(name)
 	if len([]rune(key)) < 2 {
 		return ""
@@ -231,6 +234,7 @@ func (g *Graph) mention(name, typ string, ts time.Time) string {
 		g.alias[key] = id
 	}
 	e.Mentions++
+	e.Evidence = addEvidence(e.Evidence, event)
 	if ts.Before(e.FirstSeen) || e.FirstSeen.IsZero() {
 		e.FirstSeen = ts
 	}
@@ -279,12 +283,23 @@ func (g *Graph) relate(from, to, typ, evidence string, symmetric bool) {
 	}
 	r.Count++
 	r.Weight = 1 - math.Exp(-float64(r.Count)/3)
-	if n := len(r.Evidence); n == 0 || r.Evidence[n-1] != evidence {
-		r.Evidence = append(r.Evidence, evidence)
-		if len(r.Evidence) > MaxEvidence {
-			r.Evidence = slices.Delete(r.Evidence, 0, len(r.Evidence)-MaxEvidence)
-		}
+	r.Evidence = addEvidence(r.Evidence, evidence)
+}
+
+// addEvidence appends event to ids unless it is the last, keeping the
+// newest MaxEvidence.
+func addEvidence(ids []string, event string) []string {
+	if event == "" {
+		return ids
 	}
+	if n := len(ids); n > 0 && ids[n-1] == event {
+		return ids
+	}
+	ids = append(ids, event)
+	if len(ids) > MaxEvidence {
+		ids = slices.Delete(ids, 0, len(ids)-MaxEvidence)
+	}
+	return ids
 }
 
 // AddEntity merges a typed entity from the curator: its type is fixed,
@@ -407,6 +422,7 @@ func (g *Graph) Event(id string) (EventMeta, bool) {
 func copyEntity(e *Entity) Entity {
 	c := *e
 	c.Aliases = slices.Clone(e.Aliases)
+	c.Evidence = slices.Clone(e.Evidence)
 	c.Votes = nil
 	return c
 }

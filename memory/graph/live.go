@@ -29,7 +29,11 @@ type LiveOptions struct {
 	// Loaded, when set, is called each time the graph is loaded or
 	// rebuilt and caught up, with its number of entities.
 	Loaded func(entities int)
-	Log    *slog.Logger
+	// Saved, when set, is called after each save while Run runs (not
+	// the last, on the way out): where the vault's entity notes are
+	// brought up to date.
+	Saved func(ctx context.Context)
+	Log   *slog.Logger
 }
 
 // Live is the graph of a running hearth: loaded from its index, caught up
@@ -85,6 +89,8 @@ func (l *Live) Run(ctx context.Context) error {
 		case <-l.save:
 			if err := l.Save(); err != nil {
 				l.log.Warn("entity graph: save failed", "err", err)
+			} else if l.o.Saved != nil {
+				l.o.Saved(ctx)
 			}
 		case <-l.rebuild:
 			if err := l.load(ctx, true); err != nil {

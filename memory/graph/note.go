@@ -25,6 +25,7 @@ type noteFront struct {
 	LastSeen  time.Time  `yaml:"last_seen"`
 	Mentions  int        `yaml:"mentions"`
 	Salience  float64    `yaml:"salience"`
+	Evidence  []string   `yaml:"evidence,flow,omitempty"`
 	Relations []noteEdge `yaml:"relations,omitempty"`
 }
 
@@ -46,7 +47,7 @@ type Note struct {
 // and a body the owner reads.
 func RenderNote(n Note) []byte {
 	e := n.Entity
-	f := noteFront{Type: e.Type, Name: e.Name, Aliases: e.Aliases, FirstSeen: e.FirstSeen.UTC(), LastSeen: e.LastSeen.UTC(), Mentions: e.Mentions, Salience: e.Salience}
+	f := noteFront{Type: e.Type, Name: e.Name, Aliases: e.Aliases, FirstSeen: e.FirstSeen.UTC(), LastSeen: e.LastSeen.UTC(), Mentions: e.Mentions, Salience: e.Salience, Evidence: e.Evidence}
 	for _, r := range n.Relations {
 		other := r.To
 		if other == e.ID {
@@ -112,7 +113,7 @@ func ParseNote(id string, b []byte) (Note, error) {
 	if f.Mentions < 0 || !(f.Salience >= 0 && f.Salience <= 1) {
 		return Note{}, errors.New("entity note: mentions and salience out of range")
 	}
-	n := Note{Entity: Entity{ID: id, Type: f.Type, Name: f.Name, Aliases: f.Aliases, FirstSeen: f.FirstSeen, LastSeen: f.LastSeen, Mentions: f.Mentions, Salience: f.Salience}}
+	n := Note{Entity: Entity{ID: id, Type: f.Type, Name: f.Name, Aliases: f.Aliases, FirstSeen: f.FirstSeen, LastSeen: f.LastSeen, Mentions: f.Mentions, Salience: f.Salience, Evidence: f.Evidence}}
 	for _, r := range f.Relations {
 		if !validType(r.Type) || r.To == "" || !(r.Weight >= 0 && r.Weight <= 1) {
 			return Note{}, fmt.Errorf("entity note: relation %q to %q is not valid", r.Type, r.To)
