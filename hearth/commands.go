@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
 )
@@ -15,10 +16,23 @@ import (
 // Send queues a text message from the owner; the agent answers it in
 // turn. ref is echoed in the events about it.
 func (h *Hearth) Send(ref, content string) error {
+	return h.send(nil, ref, content)
+}
+
+// SendAs is Send for a sender whose identity ctx carries (auth.WithIdentity):
+// the turn's tools see it in their ctx. Without one it is Send.
+func (h *Hearth) SendAs(ctx context.Context, ref, content string) error {
+	if id, ok := auth.From(ctx); ok {
+		return h.send(&id, ref, content)
+	}
+	return h.send(nil, ref, content)
+}
+
+func (h *Hearth) send(id *auth.Identity, ref, content string) error {
 	if strings.TrimSpace(content) == "" {
 		return &Problem{Code: CodeBadRequest, Message: "message content is empty", Ref: ref}
 	}
-	return h.enqueue(h.conv, turnReq{ref: ref, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
+	return h.enqueue(h.conv, turnReq{ref: ref, id: id, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
 }
 
 // AddTranscript queues a finished voice turn (role user or agent); it is
@@ -139,7 +153,9 @@ type Health struct {
 	Index *memory.IndexHealth
 	// Vault is the vault's commit state; nil without a vault.
 	Vault *VaultHealth
-	At    time.Time
+	// Curator is the curator pass's progress; nil when it is off.
+	Curator *CuratorHealth
+	At      time.Time
 }
 
 // Health reports the agent's state, the subscribers and recall.
@@ -154,5 +170,6 @@ func (h *Hearth) Health() Health {
 		r.Index = h.cfg.Memory.Health()
 	}
 	r.Vault = h.vaultHealth()
+	r.Curator = h.CuratorHealth()
 	return r
 }

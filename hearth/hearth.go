@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mnemo/mnemo/hearth/agent"
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/internal/backoff"
 	"github.com/mnemo/mnemo/memory"
@@ -106,6 +107,9 @@ type Config struct {
 	// ToolCatalog keeps knowledge/system/tool_catalog.md in the Vault
 	// written from Tools while Run runs (see RefreshToolCatalog).
 	ToolCatalog bool
+	// Curator, when set (and with a Vault), runs the curator pass after
+	// each turn (see CuratorConfig); nil: off.
+	Curator *CuratorConfig
 
 	HistoryTurns   int           // records in a snapshot; default 50
 	ContextTurns   int           // most records sent to the model, within the budget; default 100
@@ -165,6 +169,8 @@ type Hearth struct {
 	keeper   vaultKeeper // see vault_keeper.go
 	// catalog keeps the tool catalog; nil when Config.ToolCatalog is off.
 	catalog *catalog
+	// curator is the curator pass's state; nil when it is off.
+	curator *curatorState
 
 	mu      sync.Mutex
 	subs    map[*Subscription]struct{}
@@ -205,6 +211,9 @@ type conversation struct {
 type turnReq struct {
 	rec journal.Record
 	ref string
+	// id is the sender's identity when the door gave one (SendAs): the
+	// turn's tools see it in their ctx (auth.From).
+	id *auth.Identity
 	// mark, when set, is no turn: it primes the voice→text injection
 	// once what was queued before it is stored (see StopVoice).
 	mark *modeMark
@@ -243,6 +252,12 @@ func New(cfg Config) (*Hearth, error) {
 	if cfg.Models != nil {
 		h.conv.current, _ = cfg.Models.Resolve()
 	}
+	if cfg.Curator != nil && cfg.Vault != nil {
+		if cfg.Curator.StateDir == "" {
+			return nil, errors.New("hearth: the curator needs a state dir")
+		}
+		h.curator = newCuratorState(cfg.Curator)
+	}
 	if cfg.ToolCatalog && cfg.Vault != nil && cfg.Tools != nil {
 		h.catalog = &catalog{raw: cfg.Tools, wake: make(chan struct{}, 1)}
 		h.cfg.Tools = observedTools{Tools: cfg.Tools, cat: h.catalog}
@@ -267,8 +282,10 @@ func (h *Hearth) Run(ctx context.Context) error {
 	defer func() { <-keeperDone }()
 
 	catalogDone := h.startCatalog(ctx)
+	curatorDone := h.startCurator(ctx)
 	h.converse(ctx, turnCtx, h.conv)
 	catalogDone()
+	curatorDone()
 	h.log.Info("shutting down")
 
 	h.mu.Lock()
@@ -351,6 +368,9 @@ func (h *Hearth) commit(ctx context.Context, c *conversation, rec journal.Record
 	h.publishLocked(ev(stored))
 	for _, e := range then {
 		h.publishLocked(e)
+	}
+	if stored.Role == memory.RoleAgent && len(stored.ToolCalls) == 0 {
+		h.curateSoon() // a turn is complete, text or voice: never blocks
 	}
 	return stored, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mnemo/mnemo/hearth/agent"
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/hearth/tools"
 	"github.com/mnemo/mnemo/memory"
@@ -126,6 +127,9 @@ func (h *Hearth) handleTurn(ctx context.Context, c *conversation, req turnReq, s
 	h.mu.Lock()
 	c.current = model
 	h.mu.Unlock()
+	if req.id != nil {
+		ctx = auth.WithIdentity(ctx, *req.id)
+	}
 	h.reply(ctx, c, model, req.ref, sess)
 }
 

@@ -19,6 +19,13 @@ type DialOptions struct {
 	Client string // a name such as "mnemo/0.1", for hearth's log
 	// Dialer dials the TCP connection; nil means a default net.Dialer.
 	Dialer *net.Dialer
+	// TLS speaks TLS to hearth even without tls:// before the address.
+	TLS bool
+	// Known holds the pinned certificates; nil means DefaultKnownHearths.
+	Known *KnownHearths
+	// OnPin, when set, is told when a hearth's certificate is pinned on
+	// first use, to show its fingerprint to the user.
+	OnPin func(host, fingerprint string)
 }
 
 // Conn is one authenticated connection to hearth. Send may be called from
@@ -35,17 +42,14 @@ type Conn struct {
 // Dial connects to hearth at addr, sends connect and waits for history.
 // ctx bounds the dial and the handshake. A refusal by hearth is returned as
 // *Error (code unauthorized, protocol_version, too_many_clients).
+//
+// An address tls://host:port (or opts.TLS) speaks TLS, trusting hearth's
+// certificate by its pin in opts.Known: pinned on first use, refused with
+// a *PinMismatchError when it changed.
 func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
-	d := opts.Dialer
-	if d == nil {
-		d = &net.Dialer{KeepAlive: 30 * time.Second}
-	}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := dial(ctx, addr, opts)
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			return nil, fmt.Errorf("hearth is not running on %s: start it with `hearth` or `make run`: %w", addr, err)
-		}
-		return nil, fmt.Errorf("dial hearth at %s: %w", addr, err)
+		return nil, err
 	}
 	c := &Conn{nc: nc, r: NewReader(nc), w: NewWriter(nc)}
 	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
@@ -59,6 +63,62 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (*Conn, error) {
 	}
 	c.history = h
 	return c, nil
+}
+
+// dial opens the connection to hearth, over TLS when asked.
+func dial(ctx context.Context, addr string, opts DialOptions) (net.Conn, error) {
+	hostport, useTLS := SplitAddr(addr)
+	d := opts.Dialer
+	if d == nil {
+		d = &net.Dialer{KeepAlive: 30 * time.Second}
+	}
+	nc, err := d.DialContext(ctx, "tcp", hostport)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("hearth is not running on %s: start it with `hearth` or `make run`: %w", addr, err)
+		}
+		return nil, fmt.Errorf("dial hearth at %s: %w", addr, err)
+	}
+	if !useTLS && !opts.TLS {
+		return nc, nil
+	}
+	tc, err := dialTLS(ctx, nc, hostport, opts)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// PairDevice trades a pairing code (shown by the owner's client) for a
+// device token at hearth: the new device's only exchange before it
+// connects with its own token. ctx bounds it all.
+func PairDevice(ctx context.Context, addr string, opts DialOptions, code, name string) (*Paired, error) {
+	nc, err := dial(ctx, addr, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
+	defer stop()
+	if err := NewWriter(nc).Write(&Pair{Code: code, Name: name, Client: opts.Client, Protocol: ProtocolVersion}); err != nil {
+		return nil, fmt.Errorf("send pair: %w", err)
+	}
+	m, err := NewReader(nc).Read()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("pair with hearth at %s: %w", addr, context.Cause(ctx))
+		}
+		return nil, fmt.Errorf("read pair reply: %w", err)
+	}
+	switch m := m.(type) {
+	case *Paired:
+		return m, nil
+	case *Error:
+		return nil, m
+	default:
+		return nil, fmt.Errorf("pair: unexpected %q", m.Type())
+	}
 }
 
 func (c *Conn) handshake(opts DialOptions) (*History, error) {

@@ -108,7 +108,19 @@ var samples = []struct {
 	{ipc.TypeVaultExport, &ipc.VaultExport{Path: "/home/ana/mnemo.tar.gz", Ref: "e1"}},
 	{ipc.TypeVaultExported, &ipc.VaultExported{Path: "/home/ana/mnemo.tar.gz", Bytes: 48213, Files: 31, Notes: []string{"threads/x: a symbolic link, not exported"}, Ref: "e1"}},
 	{ipc.TypeShutdown, &ipc.Shutdown{Ref: "s1"}},
+	{ipc.TypePairStart, &ipc.PairStart{Actor: "owner", Ref: "p1"}},
+	{ipc.TypePairCode, &ipc.PairCode{Code: "7KQ2M9XHTR", Actor: "owner", Expires: ts1, Fingerprint: "sha256:ab12", Ref: "p1"}},
+	{ipc.TypePair, &ipc.Pair{Code: "7KQ2M9XHTR", Name: "laptop", Client: "mnemo/0.1", Protocol: ipc.ProtocolVersion}},
+	{ipc.TypePaired, &ipc.Paired{Device: dev1, Token: "mnemo_dev_x", Fingerprint: "sha256:ab12"}},
+	{ipc.TypeDevices, &ipc.Devices{Ref: "d1"}},
+	{ipc.TypeDeviceList, &ipc.DeviceList{Devices: []ipc.Device{dev1}, Ref: "d1"}},
+	{ipc.TypeDeviceRevoke, &ipc.DeviceRevoke{ID: "3fa9c1d2", Ref: "r1"}},
+	{ipc.TypeDeviceRevoked, &ipc.DeviceRevoked{ID: "3fa9c1d2", Ref: "r1"}},
+	{ipc.TypeWhoami, &ipc.Whoami{Ref: "w1"}},
+	{ipc.TypeIdentity, &ipc.Identity{Subject: "laptop", Actor: "owner", Device: "3fa9c1d2", Ref: "w1"}},
 }
+
+var dev1 = ipc.Device{ID: "3fa9c1d2", Name: "laptop", Actor: "owner", Created: ts1, LastUsed: ts1, RevokedAt: ts1}
 
 var prop1 = ipc.Proposal{ID: "prop_01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Op: "create", Path: "knowledge/prefs/coffee.md", Reason: "the owner said so",
 	Author: "agent", Why: "the policy reviews changes to knowledge/prefs/", Content: "---\nid: x\n---\nblack coffee\n", Truncated: true, CreatedAt: ts1,
@@ -128,6 +140,8 @@ var allTypes = []string{
 	ipc.TypeVaultRead, ipc.TypeVaultFile, ipc.TypeVaultWrite, ipc.TypeVaultList, ipc.TypeVaultNotes, ipc.TypeVaultHistory, ipc.TypeVaultChanges,
 	ipc.TypeVaultPurge, ipc.TypeVaultPurged, ipc.TypeVaultExport, ipc.TypeVaultExported,
 	ipc.TypeShutdown,
+	ipc.TypePairStart, ipc.TypePairCode, ipc.TypePair, ipc.TypePaired, ipc.TypeDevices, ipc.TypeDeviceList,
+	ipc.TypeDeviceRevoke, ipc.TypeDeviceRevoked, ipc.TypeWhoami, ipc.TypeIdentity,
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {

@@ -508,6 +508,9 @@ type HealthReport struct {
 	Throttled int `json:"throttled,omitempty"`
 	// Vault is the vault's commit state (feature "vault"); nil: no vault.
 	Vault *VaultHealth `json:"vault,omitempty"`
+	// Time is hearth's clock when it made the report (mnemo doctor
+	// compares it with the client's); zero from an older hearth.
+	Time time.Time `json:"time,omitzero"`
 }
 
 // IndexHealth is the recall indexer's progress. Failing is safe to show;

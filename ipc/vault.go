@@ -240,5 +240,5 @@ func newVaultMsg(typ string) Msg {
 	case TypeVaultExported:
 		return new(VaultExported)
 	}
-	return nil
+	return newAuthMsg(typ)
 }

@@ -31,6 +31,7 @@ var commands = []command{
 	{"/tools", "", "toggle the tool panel (ctrl+t)"},
 	{"/timestamps", "", "toggle timestamps (alt+t)"},
 	{"/voice", "[devices|headphones|speakers]", "talk at the desk (alt+v); list audio devices; echo mode"},
+	{"/pair", "[owner]", "a one-time code to pair a new device (a collaborator's, or yours with owner)"},
 	{"/quit", "", "leave mnemo (ctrl+c)"},
 }
 
@@ -159,6 +160,11 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		m.stamps = !m.stamps
 	case "/voice":
 		return m.voiceCommand(arg)
+	case "/pair":
+		ref := m.ref()
+		m.requests[ref] = "pair"
+		m.backend.Send(&ipc.PairStart{Actor: arg, Ref: ref})
+		m.flashInfo("asking hearth for a pairing code…")
 	case "/quit", "/exit":
 		return m.quit()
 	default:

@@ -332,6 +332,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case *ipc.Proposal, *ipc.ProposalList, *ipc.ProposalDecided, reviewEditedMsg:
 		cmd = m.onReviewMsg(msg)
 	case *ipc.Pong:
+	case *ipc.PairCode:
+		m.onPairCode(msg)
 	case *ipc.VoiceCredential, *ipc.VoiceToolResult:
 		// The credential and tool results are the voice session's, if one
 		// is still waiting; never kept or shown.
@@ -1030,7 +1032,21 @@ func (m *Model) onToolResult(r *ipc.ToolResult) {
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
-var featureLabels = map[string]string{"search": "/search", "cancel": "cancel", "confirm": "confirmations", "vault": "memory review"}
+var featureLabels = map[string]string{"search": "/search", "cancel": "cancel", "confirm": "confirmations", "vault": "memory review", "pair": "/pair"}
+
+// onPairCode shows a pairing code with what to type on the new device.
+func (m *Model) onPairCode(pc *ipc.PairCode) {
+	if _, ok := m.requests[pc.Ref]; !ok {
+		return // another client's
+	}
+	delete(m.requests, pc.Ref)
+	text := fmt.Sprintf("pairing code %s for a new %s device, single use until %s · on it: mnemo pair ADDR %s --name NAME",
+		pc.Code, pc.Actor, pc.Expires.In(m.loc).Format("15:04"), pc.Code)
+	if pc.Fingerprint != "" {
+		text += " (ADDR as tls://HOST:PORT) · hearth's certificate: " + pc.Fingerprint + " — the new device must show the same"
+	}
+	m.chat.notice(levelInfo, text)
+}
 
 func (m *Model) onError(e *ipc.Error) {
 	m.log.Warn("hearth error", "code", e.Code, "message", e.Message, "ref", e.Ref)

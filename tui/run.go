@@ -14,6 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/mnemo/mnemo/internal/logfile"
 	"github.com/mnemo/mnemo/tui/voicectl"
 	"github.com/mnemo/mnemo/voice/audio"
 )
@@ -115,28 +116,28 @@ func LogPath(getenv func(string) string) (string, error) {
 	return filepath.Join(dir, "mnemo", "mnemo.log"), nil
 }
 
-// maxLogBytes is where the log is rotated (to mnemo.log.1) when opened.
-const maxLogBytes = 8 << 20
+// logRotation bounds the log: it rotates at 8 MiB, as it grows, keeping
+// two gzip'd older files (mnemo.log.1.gz, mnemo.log.2.gz).
+var logRotation = logfile.Options{MaxBytes: 8 << 20, Backups: 2, Compress: true}
 
 // OpenLog opens the log file for appending, creating its directory, and
 // returns a logger on it. The terminal UI never logs to the terminal.
+// E-mail addresses and token-looking strings are redacted.
 func OpenLog(getenv func(string) string, level slog.Level) (*slog.Logger, io.Closer, error) {
 	path, err := LogPath(getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, nil, fmt.Errorf("create log dir: %w", err)
-	}
-	if st, err := os.Stat(path); err == nil && st.Size() > maxLogBytes {
-		os.Rename(path, path+".1")
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	return openLogAt(path, level, logRotation)
+}
+
+func openLogAt(path string, level slog.Level, o logfile.Options) (*slog.Logger, io.Closer, error) {
+	f, err := logfile.Open(path, o)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open log: %w", err)
 	}
 	w := newAsyncWriter(f)
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), w, nil
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: logfile.Redact})), w, nil
 }
 
 // asyncWriter hands writes to a goroutine, so that logging from Update

@@ -4,8 +4,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mnemo/mnemo/internal/logfile"
 )
 
 func TestLogPath(t *testing.T) {
@@ -52,5 +55,40 @@ func TestOpenLogWritesTheFile(t *testing.T) {
 	}
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Errorf("log mode %v, want 0600", st.Mode().Perm())
+	}
+}
+
+// TestOpenLogRotates: the log rotates as it grows past its size, keeps
+// its gzip'd backups 0600, drops the oldest, and redacts secrets.
+func TestOpenLogRotates(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mnemo.log")
+	log, c, err := openLogAt(path, slog.LevelInfo, logfile.Options{MaxBytes: 300, Backups: 2, Compress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		log.Info("line", "i", i, "key", "sk-abcdefghijklmnop")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+		if info, _ := e.Info(); info.Mode().Perm() != 0o600 {
+			t.Errorf("%s is %v, want 0600", e.Name(), info.Mode().Perm())
+		}
+	}
+	if want := []string{"mnemo.log", "mnemo.log.1.gz", "mnemo.log.2.gz"}; !slices.Equal(names, want) {
+		t.Errorf("files %q, want %q", names, want)
+	}
+	b, _ := os.ReadFile(path)
+	if st, _ := os.Stat(path); st.Size() > 300 || !strings.Contains(string(b), "i=29") || strings.Contains(string(b), "sk-") {
+		t.Errorf("current log (%d bytes): %q", st.Size(), b)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -16,6 +17,7 @@ import (
 	"github.com/mnemo/mnemo/hearth/config"
 	"github.com/mnemo/mnemo/hearth/daemon"
 	"github.com/mnemo/mnemo/internal/buildinfo"
+	"github.com/mnemo/mnemo/internal/logfile"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; main
@@ -81,14 +83,39 @@ func run() error {
 		// hearth gives a reply in flight 10s to finish, then stores it.
 		return stopHearth(context.Background(), cfg.Root.Value, 30*time.Second, os.Stdout)
 	}
-	rt := daemon.Runtime{
-		Version: version,
-		Log:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.LogLevel.Value})),
+	log, closeLog, err := openLog(cfg, os.Stderr)
+	if err != nil {
+		return err
 	}
+	defer closeLog.Close()
+	rt := daemon.Runtime{Version: version, Log: log}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if cmd == "reindex" {
 		return daemon.Reindex(ctx, cfg, rt, os.Stdout)
 	}
 	return daemon.Run(ctx, cfg, rt)
+}
+
+// openLog is hearth's logger: at cfg's level, to cfg's log file (rotated
+// by size) or else to stderr, with e-mail addresses and token-looking
+// strings redacted. The closer closes the file.
+func openLog(cfg *config.Config, stderr io.Writer) (*slog.Logger, io.Closer, error) {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel.Value, ReplaceAttr: logfile.Redact}
+	if cfg.LogFile.Value == "" {
+		return slog.New(slog.NewTextHandler(stderr, opts)), io.NopCloser(nil), nil
+	}
+	backups := cfg.LogBackups.Value
+	if backups == 0 {
+		backups = -1 // logfile's "none"
+	}
+	f, err := logfile.Open(cfg.LogFile.Value, logfile.Options{
+		MaxBytes: int64(cfg.LogMaxSize.Value) << 20,
+		Backups:  backups,
+		Compress: cfg.LogCompress.Value,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return slog.New(slog.NewTextHandler(f, opts)), f, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -26,6 +27,9 @@ type service struct {
 	exe       string
 	systemctl string
 	out       io.Writer
+	// logFile, when set, is the unit's -log-file: hearth logs there,
+	// rotated by size, rather than to journald.
+	logFile string
 }
 
 // userService is the service of this user on this machine.
@@ -48,15 +52,28 @@ func userService(out io.Writer) (*service, error) {
 	}, nil
 }
 
-const serviceUsage = "usage: hearth service install|uninstall|status"
+const serviceUsage = "usage: hearth service install [-log-file PATH]|uninstall|status"
 
 // run carries out `hearth service <cmd>`.
 func (s *service) run(ctx context.Context, args []string) error {
-	if len(args) != 1 {
+	if len(args) == 0 || (len(args) > 1 && args[0] != "install") {
 		return errors.New(serviceUsage)
 	}
 	switch args[0] {
 	case "install":
+		fs := flag.NewFlagSet("hearth service install", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.StringVar(&s.logFile, "log-file", "", "")
+		if err := fs.Parse(args[1:]); err != nil || fs.NArg() > 0 {
+			return errors.New(serviceUsage)
+		}
+		if s.logFile != "" {
+			abs, err := filepath.Abs(s.logFile)
+			if err != nil {
+				return fmt.Errorf("log file: %w", err)
+			}
+			s.logFile = abs
+		}
 		return s.install(ctx)
 	case "uninstall":
 		return s.uninstall(ctx)
@@ -68,14 +85,15 @@ func (s *service) run(ctx context.Context, args []string) error {
 
 var unitTemplate = template.Must(template.New("unit").Parse(`# hearth, the mnemo daemon, as a systemd user service.
 # Written by ` + "`hearth service install`" + `; ` + "`hearth service uninstall`" + ` removes it.
-# Logs: journalctl --user -u hearth. Secrets (API keys): {{.EnvFile}}
+{{if .LogFile}}# Logs: {{.LogFile}} (rotated by size); before it is open, journalctl --user -u hearth.
+# {{else}}# Logs: journalctl --user -u hearth. {{end}}Secrets (API keys): {{.EnvFile}}
 [Unit]
 Description=hearth, the mnemo companion's daemon
 After=network-online.target
 
 [Service]
 Type=simple
-ExecStart={{.Exe}}
+ExecStart={{.Exe}}{{if .LogFile}} -log-file "{{.LogFile}}"{{end}}
 EnvironmentFile=-{{.EnvFile}}
 Restart=on-failure
 RestartSec=2s
@@ -100,10 +118,10 @@ const envTemplate = `# hearth's environment (secrets belong here; this file is y
 // unit is the unit file's text.
 func (s *service) unit() ([]byte, error) {
 	var b bytes.Buffer
-	if strings.ContainsAny(s.exe+s.envFile, "\n\"\\%") {
-		return nil, fmt.Errorf("%s or %s has a character a unit file cannot hold", s.exe, s.envFile)
+	if strings.ContainsAny(s.exe+s.envFile+s.logFile, "\n\"\\%$") {
+		return nil, fmt.Errorf("%s, %s or %s has a character a unit file cannot hold", s.exe, s.envFile, s.logFile)
 	}
-	err := unitTemplate.Execute(&b, struct{ Exe, EnvFile string }{s.exe, s.envFile})
+	err := unitTemplate.Execute(&b, struct{ Exe, EnvFile, LogFile string }{s.exe, s.envFile, s.logFile})
 	return b.Bytes(), err
 }
 
@@ -153,7 +171,11 @@ func (s *service) install(ctx context.Context) error {
 	if err := s.ctl(ctx, "enable", "--now", unitName); err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "enabled and started: hearth now runs at login and restarts if it fails (logs: journalctl --user -u hearth)\n")
+	logs := "journalctl --user -u hearth"
+	if s.logFile != "" {
+		logs = s.logFile
+	}
+	fmt.Fprintf(s.out, "enabled and started: hearth now runs at login and restarts if it fails (logs: %s)\n", logs)
 	return nil
 }
 

@@ -14,13 +14,28 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestServiceUnitGolden: the unit restarts hearth on failure, logs to
 // journald and reads secrets from the environment file.
+// With a log file, hearth logs there (the unit passes -log-file).
 func TestServiceUnitGolden(t *testing.T) {
-	s := &service{exe: "/home/me/.local/bin/hearth", envFile: "/home/me/.config/mnemo/hearth.env"}
+	for golden, logFile := range map[string]string{
+		"hearth.service.golden":         "",
+		"hearth-logfile.service.golden": "/home/me/.local/state/mnemo/hearth.log",
+	} {
+		t.Run(golden, func(t *testing.T) { checkUnitGolden(t, golden, logFile) })
+	}
+	for _, bad := range []*service{{exe: "/bin/he\narth", envFile: "/e"}, {exe: "/bin/hearth", envFile: "/e", logFile: "/log/$HOME"}} {
+		if _, err := bad.unit(); err == nil {
+			t.Errorf("%q, %q made a unit", bad.exe, bad.logFile)
+		}
+	}
+}
+
+func checkUnitGolden(t *testing.T, golden, logFile string) {
+	s := &service{exe: "/home/me/.local/bin/hearth", envFile: "/home/me/.config/mnemo/hearth.env", logFile: logFile}
 	got, err := s.unit()
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "hearth.service.golden")
+	path := filepath.Join("testdata", golden)
 	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -32,9 +47,6 @@ func TestServiceUnitGolden(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("unit:\n%s\nwant:\n%s", got, want)
-	}
-	if _, err := (&service{exe: "/bin/he\narth", envFile: "/e"}).unit(); err == nil {
-		t.Error("a path with a newline made a unit")
 	}
 }
 
@@ -72,6 +84,12 @@ func TestService(t *testing.T) {
 			cmds: []string{"install"}, wantUnit: true,
 			wantCalls: []string{"--user daemon-reload", "--user enable --now hearth.service"},
 			wantOut:   []string{"enabled and started"},
+		},
+		{
+			name: "install with a log file", systemctl: true,
+			cmds: []string{"install -log-file /var/tmp/hearth.log"}, wantUnit: true,
+			wantCalls: []string{"--user daemon-reload", "--user enable --now hearth.service"},
+			wantOut:   []string{"logs: /var/tmp/hearth.log"},
 		},
 		{
 			name: "install keeps an existing environment file", systemctl: true,
@@ -114,7 +132,7 @@ func TestService(t *testing.T) {
 			}
 			envBefore, _ := os.ReadFile(s.envFile)
 			for _, c := range tc.cmds {
-				if err := s.run(t.Context(), []string{c}); err != nil {
+				if err := s.run(t.Context(), strings.Fields(c)); err != nil {
 					t.Fatalf("%s: %v", c, err)
 				}
 			}
@@ -134,7 +152,7 @@ func TestService(t *testing.T) {
 			if _, err := os.Stat(s.unitPath()); (err == nil) != tc.wantUnit {
 				t.Errorf("unit exists: %v, want %v", err == nil, tc.wantUnit)
 			}
-			if !slices.Contains(tc.cmds, "install") {
+			if !slices.ContainsFunc(tc.cmds, func(c string) bool { return strings.HasPrefix(c, "install") }) {
 				return
 			}
 			fi, err := os.Stat(s.envFile)
@@ -148,7 +166,9 @@ func TestService(t *testing.T) {
 			}
 		})
 	}
-	if err := (&service{}).run(t.Context(), []string{"restart"}); err == nil {
-		t.Error("an unknown service command was accepted")
+	for _, args := range [][]string{{"restart"}, {"install", "-log-file"}, {"install", "extra"}, {"status", "-log-file", "x"}, {}} {
+		if err := (&service{}).run(t.Context(), args); err == nil {
+			t.Errorf("hearth service %q was accepted", args)
+		}
 	}
 }

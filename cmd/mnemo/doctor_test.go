@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mnemo/mnemo/ipc"
+	"github.com/mnemo/mnemo/tui/voicectl"
 )
 
 // A healthy fake machine: a token, a hearth of the same version with a
@@ -28,7 +32,7 @@ func healthyEnv(t *testing.T) doctorEnv {
 		clientVersion: "v1.2.0",
 		token:         func() (string, error) { return "tok", nil },
 		health: func(context.Context, string) (*ipc.HealthReport, *ipc.History, error) {
-			return &ipc.HealthReport{Provider: "openai", Model: "m", Index: &ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec", Ready: true}},
+			return &ipc.HealthReport{Provider: "openai", Model: "m", Index: &ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec", Ready: true}, Time: time.Now()},
 				&ipc.History{Server: "hearth/v1.2.0"}, nil
 		},
 		root: root,
@@ -53,6 +57,19 @@ func TestDoctor(t *testing.T) {
 		fail   bool
 	}{
 		{"all good", nil, []string{"all good", "2 record(s) in 1 file(s)", "no MCP servers"}, false},
+		{"tls pinned", func(t *testing.T, e *doctorEnv) {
+			home := t.TempDir()
+			t.Setenv("XDG_CONFIG_HOME", home)
+			k := &ipc.KnownHearths{Path: filepath.Join(home, "mnemo", "known_hearths")}
+			if _, err := k.Check("10.0.0.5:7744", "sha256:ab12"); err != nil {
+				t.Fatal(err)
+			}
+			e.tls = func() string { return tlsLine("tls://10.0.0.5:7744") }
+		}, []string{"ok   tls      10.0.0.5:7744 pinned as sha256:ab12", "all good"}, false},
+		{"tls not pinned yet", func(t *testing.T, e *doctorEnv) {
+			t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+			e.tls = func() string { return tlsLine("tls://10.0.0.5:7744") }
+		}, []string{"no certificate pinned yet"}, false},
 		{"no token", func(t *testing.T, e *doctorEnv) {
 			e.token = func() (string, error) { return "", ipc.ErrNoToken }
 		}, []string{"FAIL token", "fix: start hearth once"}, true},
@@ -98,8 +115,51 @@ func TestDoctor(t *testing.T) {
 		{"disk nearly full", func(t *testing.T, e *doctorEnv) { e.free = func(string) (uint64, error) { return 10 << 20, nil } }, []string{"FAIL disk", "10 MiB free"}, true},
 		{"config invalid", func(t *testing.T, e *doctorEnv) { e.config = errors.New("MNEMO_PROVIDER: unknown provider") },
 			[]string{"FAIL config", "MNEMO_PROVIDER", "hearth config"}, true},
+		{"disk under 1 GiB warns", func(t *testing.T, e *doctorEnv) { e.free = func(string) (uint64, error) { return 512 << 20, nil } },
+			[]string{"warn disk", "512 MiB free", "less than 1 GiB", "fix: free some space", "all good"}, false},
+		{"hearth's clock 5s ahead warns", func(t *testing.T, e *doctorEnv) {
+			e.health = withTime(e.health, func(time.Time) time.Time { return time.Now().Add(5 * time.Second) })
+		},
+			[]string{"warn skew", "hearth's clock is 5", "timedatectl", "all good"}, false},
+		{"hearth's clock close enough", func(t *testing.T, e *doctorEnv) {
+			e.health = withTime(e.health, func(time.Time) time.Time { return time.Now().Add(time.Second) })
+		},
+			[]string{"ok   skew", "all good"}, false},
+		{"an older hearth says no time", func(t *testing.T, e *doctorEnv) {
+			e.health = withTime(e.health, func(time.Time) time.Time { return time.Time{} })
+		},
+			[]string{"ok   skew", "older hearth"}, false},
+		{"MCP servers reached, missed and disabled", func(t *testing.T, e *doctorEnv) {
+			e.gw = filepath.Join(e.root, "gateway.json")
+			writeFile(t, e.gw, `{"servers":[{"label":"web","url":"https://user:pw@mcp.example/x?key=s3cret"},{"label":"fs","command":"no-such-mcp"},{"label":"off","command":"x","disabled":true},{"url":"http://127.0.0.1:1/mcp"}]}`)
+			e.reach = func(_ context.Context, s gatewayServer) error {
+				if s.Label == "web" {
+					return nil
+				}
+				if s.URL != "" {
+					return errors.New("connection refused")
+				}
+				return errors.New("command no-such-mcp not found")
+			}
+		}, []string{"ok   tools", "4 MCP server(s)", "MCP server web: https://mcp.example/x answers", "FAIL tools", "MCP server fs: command no-such-mcp not found", "fix: install its command",
+			"MCP server #4: http://127.0.0.1:1/mcp does not answer: connection refused"}, true},
+		{"voice not built in", nil, []string{"ok   audio", "voice is not built into this mnemo"}, false},
+		{"audio devices", func(t *testing.T, e *doctorEnv) {
+			e.audio = func(context.Context) ([]voicectl.Device, error) {
+				return []voicectl.Device{{Name: "mic", Inputs: 1, DefaultInput: true}, {Name: "spk", Outputs: 2, DefaultOutput: true}}, nil
+			}
+		}, []string{"ok   audio", `1 input and 1 output device(s); default in "mic", out "spk"`, "all good"}, false},
+		{"no microphone warns", func(t *testing.T, e *doctorEnv) {
+			e.audio = func(context.Context) ([]voicectl.Device, error) {
+				return []voicectl.Device{{Name: "spk", Outputs: 2}}, nil
+			}
+		}, []string{"warn audio", "0 input and 1 output", "fix: voice needs a microphone", "all good"}, false},
+		{"no sound server", func(t *testing.T, e *doctorEnv) {
+			e.audio = func(context.Context) ([]voicectl.Device, error) { return nil, errors.New("portaudio: no host") }
+		}, []string{"FAIL audio", "portaudio: no host", "sound server"}, true},
 		{"clock went back", func(t *testing.T, e *doctorEnv) {
 			e.now = func() time.Time { return time.Now().Add(-2 * time.Hour) }
+			e.health = withTime(e.health, func(time.Time) time.Time { return time.Now().Add(-2 * time.Hour) })
 		}, []string{"FAIL clock", "before the journal's last write"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,5 +181,88 @@ func TestDoctor(t *testing.T) {
 				t.Errorf("exit code %d, want 1", exitCode(err))
 			}
 		})
+	}
+}
+
+// withTime makes health's report say hearth's clock is at(its time).
+func withTime(health func(context.Context, string) (*ipc.HealthReport, *ipc.History, error), at func(time.Time) time.Time) func(context.Context, string) (*ipc.HealthReport, *ipc.History, error) {
+	return func(ctx context.Context, tok string) (*ipc.HealthReport, *ipc.History, error) {
+		r, hist, err := health(ctx, tok)
+		if r != nil {
+			r.Time = at(r.Time)
+		}
+		return r, hist, err
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/doctor.golden")
+
+// TestDoctorGolden: the whole report of a machine with a warning and a
+// failure of each kind, on a fixed clock, as the owner reads it.
+func TestDoctorGolden(t *testing.T) {
+	env := healthyEnv(t)
+	at := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	tick := at
+	env.now = func() time.Time { tick = tick.Add(10 * time.Millisecond); return tick }
+	os.Chtimes(filepath.Join(env.root, "threads", "2026-11-01.jsonl"), at.Add(-time.Hour), at.Add(-time.Hour))
+	env.health = withTime(env.health, func(time.Time) time.Time { return at.Add(3 * time.Second) })
+	env.free = func(string) (uint64, error) { return 700 << 20, nil }
+	env.gw = filepath.Join(env.root, "gateway.json")
+	writeFile(t, env.gw, `{"servers":[{"label":"web","url":"http://127.0.0.1:9/mcp"},{"label":"fs","command":"mcp-fs"}]}`)
+	env.reach = func(_ context.Context, s gatewayServer) error {
+		if s.URL != "" {
+			return errors.New("connection refused")
+		}
+		return nil
+	}
+	env.audio = func(context.Context) ([]voicectl.Device, error) {
+		return []voicectl.Device{{Name: "Built-in Audio", Inputs: 2, Outputs: 2, DefaultInput: true, DefaultOutput: true}}, nil
+	}
+	var out bytes.Buffer
+	if err := doctor(t.Context(), env, &out); err == nil {
+		t.Error("doctor passed with an MCP server down")
+	}
+	got := strings.ReplaceAll(out.String(), env.root, "$ROOT")
+	path := filepath.Join("testdata", "doctor.golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -run TestDoctorGolden -args -update writes it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("doctor output:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// reachServer against a real loopback server and a closed port, and a
+// command looked up on PATH; the error never shows the url's key.
+func TestReachServer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusMethodNotAllowed) }))
+	defer srv.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	reach := reachServer(srv.Client(), func(k string) string { return map[string]string{"KEY": "s3cret"}[k] })
+	for _, tc := range []struct {
+		s    gatewayServer
+		fail bool
+	}{
+		{gatewayServer{URL: srv.URL + "/mcp?key=${KEY}"}, false}, // any answer is an answer
+		{gatewayServer{URL: closedURL + "/mcp?key=${KEY}"}, true},
+		{gatewayServer{Command: "sh"}, false},
+		{gatewayServer{Command: "no-such-command-mnemo"}, true},
+		{gatewayServer{}, true},
+	} {
+		err := reach(t.Context(), tc.s)
+		if (err != nil) != tc.fail {
+			t.Errorf("reach(%+v) = %v, want failure %v", tc.s, err, tc.fail)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("reach error shows the key: %v", err)
+		}
 	}
 }

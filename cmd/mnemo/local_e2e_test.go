@@ -20,6 +20,7 @@ func localEnv(t *testing.T, model *llmtest.Server) []string {
 		"XDG_STATE_HOME=" + filepath.Join(home, "state"),
 		"XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
 		"PATH=" + os.Getenv("PATH"),
+		"MNEMO_CURATOR=false", // its calls would take the stand-in's scripted replies
 	}, openaiEnv(model)...)
 }
 

@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -61,6 +62,11 @@ commands:
   status          hearth's health: agent state, model, recall index progress
   ping [-wait D]  check that hearth answers, waiting up to D
   stop            ask hearth to shut down gracefully (the owner only)
+  pair [--actor A]             show a one-time code to pair a new device
+  pair HOST:PORT CODE [--name N]  pair this device with that code: it
+                  gets a token of its own (tls://HOST:PORT for hearth -tls)
+  devices [revoke ID]          list the paired devices, or revoke one
+  trust [--forget HOST:PORT]   list or forget pinned hearth certificates
   doctor          check the set-up, each problem with its fix (exit 1 if any)
   export FILE     write the memory root to one .tar.gz (--root DIR: that
                   root); tar and git read it; hearth may keep running
@@ -69,7 +75,9 @@ commands:
 chat with its input piped prints each message it sends as "> text"
 before the reply.
 
-The token comes from APP_AUTH_TOKEN, else from the file hearth writes.
+The token comes from APP_AUTH_TOKEN, else from the file hearth writes,
+else (with no --addr) from the device credential mnemo pair saved, which
+also names the hearth to connect to.
 
 exit status:
   0  done
@@ -153,10 +161,25 @@ func run() error {
 		}
 		o.Addr = a
 	}
+	// A paired device connects where it paired, with its own token,
+	// unless told otherwise or it has hearth's own token.
+	var device *ipc.DeviceCredential
+	if *addr == "" && *tokenFile == "" {
+		if _, err := ipc.DiscoverToken(os.Getenv); errors.Is(err, ipc.ErrNoToken) {
+			if p, perr := ipc.DevicePath(); perr == nil {
+				if d, derr := ipc.ReadDevice(p); derr == nil {
+					device, o.Addr = &d, d.Addr
+				}
+			}
+		}
+	}
 	token := func() (string, error) {
 		tok, err := ipc.DiscoverToken(os.Getenv)
 		if *tokenFile != "" {
 			tok, err = ipc.ReadTokenFile(*tokenFile)
+		}
+		if device != nil {
+			tok, err = device.Token, nil
 		}
 		if err != nil {
 			return "", &tui.UnreachableError{Err: err} // no way in: as unreachable
@@ -178,7 +201,13 @@ func run() error {
 	case "help":
 		fmt.Print(usage)
 		return nil
-	case "tui", "chat", "status", "history", "ping", "forget", "search":
+	case "tui", "chat", "status", "history", "ping", "forget", "search", "devices":
+	case "trust": // pair.go; needs no hearth
+		return trustCmd(args, os.Stdout)
+	case "pair":
+		if len(args) > 0 && !strings.HasPrefix(args[0], "-") { // joining: needs no token
+			return pairCmd(ctx, o.Addr, ipc.DialOptions{Client: o.Client}, args, os.Stdout)
+		}
 	case "doctor": // doctor.go
 		r, gw, cerr := doctorDefaults(*root)
 		if r == "" {
@@ -191,7 +220,9 @@ func run() error {
 			return ipc.DiscoverToken(os.Getenv)
 		}
 		return doctor(ctx, doctorEnv{clientVersion: version, token: tok, health: askHealth(o.Addr, o.Client),
-			root: r, gw: gw, free: statfsFree, now: time.Now, config: cerr}, os.Stdout)
+			root: r, gw: gw, free: statfsFree, now: time.Now, config: cerr,
+			reach: reachServer(&http.Client{}, os.Getenv), audio: doctorAudio(),
+			tls: func() string { return tlsLine(o.Addr) }}, os.Stdout)
 	case "stop": // stop.go
 		if *localMode {
 			return usagef("stop asks a running hearth to stop; with --local there is none")
@@ -248,6 +279,10 @@ func run() error {
 		return search(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	case "stop":
 		return stopHearth(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
+	case "pair": // pair.go
+		return pairCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
+	case "devices":
+		return devicesCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	default:
 		return usagef("unknown command %q (mnemo help lists the commands)", cmd)
 	}
@@ -281,6 +316,7 @@ func runTUI(ctx context.Context, o tui.Options, local bool, token func() (string
 }
 
 func isLoopback(addr string) bool {
+	addr, _ = ipc.SplitAddr(addr)
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false

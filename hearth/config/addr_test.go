@@ -43,3 +43,35 @@ func TestListenAddress(t *testing.T) {
 		})
 	}
 }
+
+// The HTTP door binds like the NDJSON port: off by default, loopback, or
+// the network only with -listen-remote and a long token.
+func TestHTTPAddress(t *testing.T) {
+	token := strings.Repeat("t", 32)
+	for _, tt := range []struct {
+		name    string
+		fx      fixture
+		want    string
+		wantErr string
+	}{
+		{"default off", fixture{}, "", ""},
+		{"loopback", fixture{args: []string{"-http", "127.0.0.1:7745"}}, "127.0.0.1:7745", ""},
+		{"network without flag", fixture{args: []string{"-http", "0.0.0.0:7745"}, env: map[string]string{"APP_AUTH_TOKEN": token}}, "", "-listen-remote"},
+		{"network with short token", fixture{args: []string{"-http", "0.0.0.0:7745", "-listen-remote"}, env: map[string]string{"APP_AUTH_TOKEN": "short"}}, "", "APP_AUTH_TOKEN"},
+		{"network with token", fixture{args: []string{"-http", "0.0.0.0:7745", "-listen-remote"}, env: map[string]string{"APP_AUTH_TOKEN": token}}, "0.0.0.0:7745", ""},
+		{"no port", fixture{args: []string{"-http", "127.0.0.1"}}, "", "-http"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err, _ := tt.fx.load(t)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Load error = %v, want one mentioning %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || c.HTTPAddr.Value != tt.want {
+				t.Fatalf("Load = %q, %v; want %q", c.HTTPAddr.Value, err, tt.want)
+			}
+		})
+	}
+}

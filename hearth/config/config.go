@@ -20,9 +20,13 @@ type Config struct {
 
 	Addr         Setting[string] // host:port to listen on
 	ListenRemote Setting[bool]   // allow a non-loopback Addr (requires AuthToken)
-	Root         Setting[string] // the memory root
-	TokenFile    Setting[string] // the auth token file, used when AuthToken is unset
-	Gateway      Setting[string] // gateway.json listing MCP servers
+	// HTTPAddr is the HTTP door's host:port; "" serves no HTTP. Like
+	// Addr, loopback unless ListenRemote.
+	HTTPAddr  Setting[string]
+	Root      Setting[string] // the memory root
+	TokenFile Setting[string] // the auth token file, used when AuthToken is unset
+	Gateway   Setting[string] // gateway.json listing MCP servers
+	TLS       Setting[bool]   // serve the NDJSON port over TLS (self-signed, pinned by clients)
 
 	HistoryTurns   Setting[int]           // turns sent to a client when it connects
 	ToolTimeout    Setting[time.Duration] // bound on one tool call
@@ -30,14 +34,39 @@ type Config struct {
 	MaxIterations  Setting[int]           // model calls in one turn; 0: no bound
 	ContextBudget  Setting[int]           // tokens of conversation per turn (see Budget)
 	LogLevel       Setting[slog.Level]
+	// LogFile is where hearth logs; "" means stderr (journald under the
+	// service unit). It rotates at LogMaxSize MiB, keeping LogBackups
+	// older files, gzip'd when LogCompress.
+	LogFile     Setting[string]
+	LogMaxSize  Setting[int]
+	LogBackups  Setting[int]
+	LogCompress Setting[bool]
 
 	// AuthToken is APP_AUTH_TOKEN; unset means the token file's.
 	AuthToken Setting[Secret]
 
-	Model  ModelConfig
-	Recall RecallConfig
-	Voice  VoiceConfig
+	Model   ModelConfig
+	Recall  RecallConfig
+	Voice   VoiceConfig
+	Curator CuratorConfig
 }
+
+// CuratorConfig is the post-turn curator pass's settings (DESIGN.md "The
+// curator").
+type CuratorConfig struct {
+	// Enabled runs the curator after each turn when a model is
+	// configured; default true.
+	Enabled Setting[bool]
+	// Model is the model name the curator asks its provider for; "": the
+	// chat model.
+	Model Setting[string]
+}
+
+// Log file defaults: 10 MiB a file, five older ones kept.
+const (
+	DefaultLogMaxSize = 10
+	DefaultLogBackups = 5
+)
 
 // Voice providers, for VoiceConfig.Provider.
 const (

@@ -33,6 +33,8 @@
 //
 //	addr = "127.0.0.1:7744"           # -addr; MNEMO_HEARTH_PORT sets 127.0.0.1:PORT
 //	listen_remote = false             # -listen-remote: allow a non-loopback addr
+//	http = "127.0.0.1:7745"           # -http: the HTTP door (default: none)
+//	tls = false                       # -tls: TLS on the port, self-signed; clients pin it
 //	root = "/home/me/mnemo"           # -root: the memory root
 //	token_file = "token"              # -token-file (relative: beside this file)
 //	gateway = "gateway.json"          # -gateway: MCP servers
@@ -42,6 +44,10 @@
 //	max_iterations = 0                # -max-iterations: model calls per turn; 0: no bound
 //	context_budget = 24000            # -context-budget: tokens of conversation per turn
 //	log_level = "info"                # -log-level: debug, info, warn or error
+//	log_file = "hearth.log"           # -log-file, MNEMO_LOG_FILE: left out, hearth logs to stderr
+//	log_max_size = 10                 # -log-max-size: MiB at which the log file rotates
+//	log_backups = 5                   # -log-backups: rotated files kept (hearth.log.1.gz ...)
+//	log_compress = true               # -log-compress: gzip rotated files
 //
 //	[model]
 //	provider = "xai"                  # MNEMO_PROVIDER: xai, anthropic or openai; left out: by the keys set
@@ -75,6 +81,10 @@
 //	vad_prefix_padding = "300ms"      # MNEMO_VOICE_VAD_PREFIX_PADDING: audio kept before speech starts
 //	transcription_model = "grok-transcribe"          # MNEMO_VOICE_TRANSCRIPTION_MODEL
 //
+//	[curator]
+//	enabled = true                    # MNEMO_CURATOR: curate each turn into the vault when a model is configured
+//	model = "grok-4-fast"             # MNEMO_CURATOR_MODEL; left out: the chat model
+//
 // (testdata/example.toml is this file; a test loads it.)
 //
 // # Defaults
@@ -82,7 +92,8 @@
 // addr 127.0.0.1:7744; root $XDG_DATA_HOME/mnemo (else
 // ~/.local/share/mnemo); token_file and gateway.json in
 // $XDG_CONFIG_HOME/mnemo; history 50; tool_timeout 60s; confirm_timeout
-// 2m; max_iterations 0; context_budget 24000; log_level info; model
+// 2m; max_iterations 0; context_budget 24000; log_level info; log to
+// stderr (a log_file rotates at 10 MiB, 5 gzip'd backups kept); model
 // provider chosen by the keys set (XAI_API_KEY, else ANTHROPIC_API_KEY,
 // else OPENAI_API_KEY or OPENAI_BASE_URL), its default model and base URL,
 // timeout 5m, first_byte_timeout and idle_timeout 1m (each at most

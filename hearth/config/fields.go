@@ -43,6 +43,8 @@ type value interface {
 var fields = []field{
 	{key: "addr", flag: "addr", env: "MNEMO_HEARTH_PORT", envText: portAddr, value: func(c *Config) value { return text(&c.Addr, false) }},
 	{key: "listen_remote", flag: "listen-remote", value: func(c *Config) value { return boolean(&c.ListenRemote) }},
+	{key: "http", flag: "http", unset: "(none: no HTTP door)", value: func(c *Config) value { return text(&c.HTTPAddr, false) }},
+	{key: "tls", flag: "tls", value: func(c *Config) value { return boolean(&c.TLS) }},
 	{key: "root", flag: "root", value: func(c *Config) value { return path(&c.Root) }},
 	{key: "token_file", flag: "token-file", value: func(c *Config) value { return path(&c.TokenFile) }},
 	{key: "gateway", flag: "gateway", value: func(c *Config) value { return path(&c.Gateway) }},
@@ -52,6 +54,10 @@ var fields = []field{
 	{key: "max_iterations", flag: "max-iterations", unset: "0 (no bound)", value: func(c *Config) value { return integer(&c.MaxIterations) }},
 	{key: "context_budget", flag: "context-budget", value: func(c *Config) value { return integer(&c.ContextBudget) }},
 	{key: "log_level", flag: "log-level", value: func(c *Config) value { return level(&c.LogLevel) }},
+	{key: "log_file", flag: "log-file", env: "MNEMO_LOG_FILE", unset: "(none: stderr)", value: func(c *Config) value { return path(&c.LogFile) }},
+	{key: "log_max_size", flag: "log-max-size", value: func(c *Config) value { return integer(&c.LogMaxSize) }},
+	{key: "log_backups", flag: "log-backups", unset: "0 (none kept)", value: func(c *Config) value { return integer(&c.LogBackups) }},
+	{key: "log_compress", flag: "log-compress", value: func(c *Config) value { return boolean(&c.LogCompress) }},
 	{key: "auth_token", env: "APP_AUTH_TOKEN", secret: true, value: func(c *Config) value { return secret(&c.AuthToken) }},
 
 	{key: "model.provider", env: "MNEMO_PROVIDER", unset: "(auto: by the keys set)", value: func(c *Config) value { return text(&c.Model.Provider, true) }},
@@ -87,10 +93,13 @@ var fields = []field{
 	{key: "voice.vad_silence", env: "MNEMO_VOICE_VAD_SILENCE", value: func(c *Config) value { return duration(&c.Voice.VADSilence) }},
 	{key: "voice.vad_prefix_padding", env: "MNEMO_VOICE_VAD_PREFIX_PADDING", value: func(c *Config) value { return duration(&c.Voice.VADPrefixPadding) }},
 	{key: "voice.transcription_model", env: "MNEMO_VOICE_TRANSCRIPTION_MODEL", unset: "(the provider's default)", value: func(c *Config) value { return text(&c.Voice.TranscriptionModel, false) }},
+
+	{key: "curator.enabled", env: "MNEMO_CURATOR", value: func(c *Config) value { return boolean(&c.Curator.Enabled) }},
+	{key: "curator.model", env: "MNEMO_CURATOR_MODEL", unset: "(the chat model)", value: func(c *Config) value { return text(&c.Curator.Model, false) }},
 }
 
 // tables are the file's tables.
-var tables = map[string]bool{"model": true, "recall": true, "voice": true}
+var tables = map[string]bool{"model": true, "recall": true, "voice": true, "curator": true}
 
 func fieldByKey(key string) (field, bool) {
 	for _, f := range fields {

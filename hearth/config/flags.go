@@ -15,10 +15,12 @@ type Flags struct {
 	config string
 
 	// The registered values; Load reads them through the FlagSet.
-	addr, root, gateway, tokenFile, vectors, logLevel string
-	listenRemote                                      bool
-	history, maxIterations, contextBudget             int
-	toolTimeout, confirmTimeout                       time.Duration
+	addr, root, gateway, tokenFile, vectors, logLevel, logFile string
+	httpAddr                                                   string
+	listenRemote, logCompress, tls                             bool
+	history, maxIterations, contextBudget                      int
+	logMaxSize, logBackups                                     int
+	toolTimeout, confirmTimeout                                time.Duration
 }
 
 // Bind registers hearth's flags on fs, with the names, defaults and help
@@ -28,7 +30,9 @@ func Bind(fs *flag.FlagSet) *Flags {
 	f := &Flags{set: fs}
 	fs.StringVar(&f.config, "config", "", "config file (default $XDG_CONFIG_HOME/mnemo/hearth.toml; optional)")
 	fs.StringVar(&f.addr, "addr", "", "listen address (default 127.0.0.1:$MNEMO_HEARTH_PORT or 127.0.0.1:7744)")
+	fs.StringVar(&f.httpAddr, "http", "", "also serve the HTTP API (OpenAI-compatible, /engine/chat, /v1/query…) on this address, e.g. 127.0.0.1:7745 (default: none)")
 	fs.BoolVar(&f.listenRemote, "listen-remote", false, "allow a non-loopback -addr (requires APP_AUTH_TOKEN)")
+	fs.BoolVar(&f.tls, "tls", false, "serve the port over TLS with a self-signed certificate made in the config dir; clients pin its fingerprint")
 	fs.StringVar(&f.root, "root", "", "memory root directory (default $XDG_DATA_HOME/mnemo)")
 	fs.IntVar(&f.history, "history", 50, "turns sent to a client when it connects")
 	fs.StringVar(&f.gateway, "gateway", "", "gateway.json listing MCP servers (default $XDG_CONFIG_HOME/mnemo/gateway.json)")
@@ -39,6 +43,10 @@ func Bind(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.vectors, "vectors", "", "word-vector file of the offline embedder (default $MNEMO_VECTORS or $XDG_CACHE_HOME/mnemo/wink-sg100-100k.bin; `make vectors` builds it)")
 	fs.IntVar(&f.contextBudget, "context-budget", hearth.DefaultContextTokens, "tokens of conversation the model gets each turn: recent turns, relevant older turns and tool results (shares and an override in preferences.json)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.logFile, "log-file", "", "log to this file, rotated by size, instead of stderr (or $MNEMO_LOG_FILE)")
+	fs.IntVar(&f.logMaxSize, "log-max-size", DefaultLogMaxSize, "MiB at which -log-file rotates")
+	fs.IntVar(&f.logBackups, "log-backups", DefaultLogBackups, "rotated log files kept beside -log-file")
+	fs.BoolVar(&f.logCompress, "log-compress", true, "gzip rotated log files")
 	return f
 }
 

@@ -117,6 +117,8 @@ func (l *loader) defaults() *Config {
 		File:           under("config", l.configDir, FileName),
 		Addr:           str("addr", net.JoinHostPort("127.0.0.1", strconv.Itoa(ipc.DefaultPort))),
 		ListenRemote:   Setting[bool]{false, def("listen_remote")},
+		HTTPAddr:       str("http", ""),
+		TLS:            Setting[bool]{false, def("tls")},
 		Root:           under("root", l.dataDir),
 		TokenFile:      under("token_file", l.configDir, "token"),
 		Gateway:        under("gateway", l.configDir, "gateway.json"),
@@ -126,6 +128,10 @@ func (l *loader) defaults() *Config {
 		MaxIterations:  Setting[int]{0, def("max_iterations")},
 		ContextBudget:  Setting[int]{hearth.DefaultContextTokens, def("context_budget")},
 		LogLevel:       Setting[slog.Level]{slog.LevelInfo, def("log_level")},
+		LogFile:        str("log_file", ""),
+		LogMaxSize:     Setting[int]{DefaultLogMaxSize, def("log_max_size")},
+		LogBackups:     Setting[int]{DefaultLogBackups, def("log_backups")},
+		LogCompress:    Setting[bool]{true, def("log_compress")},
 		AuthToken:      Setting[Secret]{Source: def("auth_token")},
 		Model: ModelConfig{
 			Provider:         str("model.provider", ""),
@@ -163,6 +169,10 @@ func (l *loader) defaults() *Config {
 			VADSilence:         Setting[time.Duration]{DefaultVADSilence, def("voice.vad_silence")},
 			VADPrefixPadding:   Setting[time.Duration]{DefaultVADPrefixPadding, def("voice.vad_prefix_padding")},
 			TranscriptionModel: str("voice.transcription_model", ""),
+		},
+		Curator: CuratorConfig{
+			Enabled: Setting[bool]{true, def("curator.enabled")},
+			Model:   str("curator.model", ""),
 		},
 	}
 	return c

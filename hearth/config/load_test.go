@@ -77,6 +77,8 @@ func TestLoadDefaults(t *testing.T) {
 		File:           str("config", filepath.Join(dir, "mnemo", "hearth.toml")),
 		Addr:           str("addr", "127.0.0.1:7744"),
 		ListenRemote:   Setting[bool]{false, def("listen_remote")},
+		HTTPAddr:       str("http", ""),
+		TLS:            Setting[bool]{false, def("tls")},
 		Root:           str("root", "/home/me/.local/share/mnemo"),
 		TokenFile:      str("token_file", filepath.Join(dir, "mnemo", "token")),
 		Gateway:        str("gateway", filepath.Join(dir, "mnemo", "gateway.json")),
@@ -86,6 +88,10 @@ func TestLoadDefaults(t *testing.T) {
 		MaxIterations:  Setting[int]{0, def("max_iterations")},
 		ContextBudget:  Setting[int]{24000, def("context_budget")},
 		LogLevel:       Setting[slog.Level]{slog.LevelInfo, def("log_level")},
+		LogFile:        str("log_file", ""),
+		LogMaxSize:     Setting[int]{10, def("log_max_size")},
+		LogBackups:     Setting[int]{5, def("log_backups")},
+		LogCompress:    Setting[bool]{true, def("log_compress")},
 		AuthToken:      Setting[Secret]{Source: def("auth_token")},
 		Model: ModelConfig{
 			Provider:         str("model.provider", ""),
@@ -123,6 +129,10 @@ func TestLoadDefaults(t *testing.T) {
 			VADSilence:         Setting[time.Duration]{500 * time.Millisecond, def("voice.vad_silence")},
 			VADPrefixPadding:   Setting[time.Duration]{300 * time.Millisecond, def("voice.vad_prefix_padding")},
 			TranscriptionModel: str("voice.transcription_model", ""),
+		},
+		Curator: CuratorConfig{
+			Enabled: Setting[bool]{true, def("curator.enabled")},
+			Model:   str("curator.model", ""),
 		},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
@@ -164,10 +174,16 @@ func TestBindRegistersTodaysFlags(t *testing.T) {
 		{"context-budget", "24000", "tokens of conversation the model gets each turn: recent turns, relevant older turns and tool results (shares and an override in preferences.json)"},
 		{"gateway", "", "gateway.json listing MCP servers (default $XDG_CONFIG_HOME/mnemo/gateway.json)"},
 		{"history", "50", "turns sent to a client when it connects"},
+		{"http", "", "also serve the HTTP API (OpenAI-compatible, /engine/chat, /v1/query…) on this address, e.g. 127.0.0.1:7745 (default: none)"},
 		{"listen-remote", "false", "allow a non-loopback -addr (requires APP_AUTH_TOKEN)"},
+		{"log-backups", "5", "rotated log files kept beside -log-file"},
+		{"log-compress", "true", "gzip rotated log files"},
+		{"log-file", "", "log to this file, rotated by size, instead of stderr (or $MNEMO_LOG_FILE)"},
 		{"log-level", "info", "log level: debug, info, warn, error"},
+		{"log-max-size", "10", "MiB at which -log-file rotates"},
 		{"max-iterations", "0", "safety bound on model calls in one turn (0: none)"},
 		{"root", "", "memory root directory (default $XDG_DATA_HOME/mnemo)"},
+		{"tls", "false", "serve the port over TLS with a self-signed certificate made in the config dir; clients pin its fingerprint"},
 		{"token-file", "", "auth token file, used when APP_AUTH_TOKEN is unset (default $XDG_CONFIG_HOME/mnemo/token)"},
 		{"tool-timeout", "1m0s", "bound on one tool call (a tool may declare its own)"},
 		{"vectors", "", "word-vector file of the offline embedder (default $MNEMO_VECTORS or $XDG_CACHE_HOME/mnemo/wink-sg100-100k.bin; `make vectors` builds it)"},
@@ -213,6 +229,38 @@ func TestPrecedence(t *testing.T) {
 			got.Source.Path = strings.ReplaceAll(got.Source.Path, dir, "$DIR")
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("recall.vectors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLogSettings: the log file by file (beside it when relative),
+// environment and flag; the rotation settings with their defaults.
+func TestLogSettings(t *testing.T) {
+	type logs struct {
+		File             string
+		MaxSize, Backups int
+		Compress         bool
+	}
+	tests := []struct {
+		name string
+		fx   fixture
+		want logs
+	}{
+		{"default: stderr", fixture{}, logs{"", 10, 5, true}},
+		{"file, beside it", fixture{file: "log_file = \"hearth.log\"\nlog_max_size = 1\nlog_backups = 0\nlog_compress = false\n"}, logs{"$DIR/mnemo/hearth.log", 1, 0, false}},
+		{"env", fixture{env: map[string]string{"MNEMO_LOG_FILE": "/var/log/h.log"}}, logs{"/var/log/h.log", 10, 5, true}},
+		{"flags", fixture{file: "log_file = \"a.log\"\n", args: []string{"-log-file", "/tmp/h.log", "-log-max-size", "50", "-log-backups", "2", "-log-compress=false"}}, logs{"/tmp/h.log", 50, 2, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err, dir := tt.fx.load(t)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			got := logs{strings.ReplaceAll(c.LogFile.Value, dir, "$DIR"), c.LogMaxSize.Value, c.LogBackups.Value, c.LogCompress.Value}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
 	}
@@ -293,6 +341,14 @@ func TestLoadErrors(t *testing.T) {
 				`-tool-timeout -1s (flag): must be positive`,
 				`-max-iterations -1 (flag): must not be negative (0: no bound)`,
 				`-context-budget 10 (flag): must be between 1000 and 2000000`,
+			},
+		},
+		{
+			name: "log file bounds",
+			fx:   fixture{file: "log_max_size = 0\n", args: []string{"-log-backups", "-1"}},
+			want: []string{
+				`log_max_size 0 (file $DIR/mnemo/hearth.toml:1): must be at least 1 (MiB)`,
+				`-log-backups -1 (flag): must not be negative`,
 			},
 		},
 		{

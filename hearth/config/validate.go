@@ -48,6 +48,19 @@ func (l *loader) validate(c *Config) []error {
 			bad(c.Addr.Source, c.Addr.Value, "refusing to listen on the network with a short token: APP_AUTH_TOKEN must have at least %d characters", MinRemoteToken)
 		}
 	}
+	if a := c.HTTPAddr.Value; a != "" {
+		if host, _, err := net.SplitHostPort(a); err != nil {
+			bad(c.HTTPAddr.Source, a, "want host:port")
+		} else if !isLoopback(host) {
+			token := c.AuthToken.Value.Reveal()
+			switch {
+			case !c.ListenRemote.Value:
+				bad(c.HTTPAddr.Source, a, "refusing to serve HTTP on a non-loopback address: pass -listen-remote (or set listen_remote = true in the config file) to serve the network")
+			case len(token) < MinRemoteToken:
+				bad(c.HTTPAddr.Source, a, "refusing to serve HTTP on the network without a token of at least %d characters: set APP_AUTH_TOKEN", MinRemoteToken)
+			}
+		}
+	}
 	if c.HistoryTurns.Value < 1 {
 		bad(c.HistoryTurns.Source, c.HistoryTurns.Value, "must be at least 1")
 	}
@@ -60,6 +73,12 @@ func (l *loader) validate(c *Config) []error {
 		if total := c.Model.Timeout; d.Value > total.Value && total.Value > 0 {
 			bad(d.Source, d.Value, "must not exceed model.timeout %v (%s)", total.Value, total.Source)
 		}
+	}
+	if c.LogMaxSize.Value < 1 {
+		bad(c.LogMaxSize.Source, c.LogMaxSize.Value, "must be at least 1 (MiB)")
+	}
+	if c.LogBackups.Value < 0 {
+		bad(c.LogBackups.Source, c.LogBackups.Value, "must not be negative")
 	}
 	if c.MaxIterations.Value < 0 {
 		bad(c.MaxIterations.Source, c.MaxIterations.Value, "must not be negative (0: no bound)")

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -21,7 +22,9 @@ import (
 
 	"github.com/mnemo/mnemo/data"
 	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/hearth/config"
+	"github.com/mnemo/mnemo/hearth/httpdoor"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/hearth/ndjson"
 	"github.com/mnemo/mnemo/hearth/tools"
@@ -49,6 +52,8 @@ type Runtime struct {
 	// recallRetry is how opening recall backs off; zero takes the
 	// defaults (tests shorten it).
 	recallRetry recollect.RetryPolicy
+	// ownerToken is the shared token, the owner's (set by Run).
+	ownerToken string
 }
 
 func (rt *Runtime) setDefaults() {
@@ -85,7 +90,24 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	defer ln.Close()
+	// The HTTP door binds with the NDJSON port, before the root is touched.
+	var httpLn net.Listener
+	if a := cfg.HTTPAddr.Value; a != "" {
+		if httpLn, err = lc.Listen(ctx, "tcp", a); err != nil {
+			return fmt.Errorf("listen for HTTP on %s: %w", a, err)
+		}
+		defer httpLn.Close()
+	}
 
+	var tlsCfg *tls.Config
+	var fingerprint string
+	if cfg.TLS.Value {
+		if tlsCfg, fingerprint, err = auth.ServerTLS(authDir(cfg)); err != nil {
+			return err
+		}
+		log.Info("TLS on; clients pin this certificate", "fingerprint", fingerprint)
+	}
+	rt.ownerToken = token
 	s, err := open(ctx, cfg, rt, ln.Addr().String())
 	if err != nil {
 		return err
@@ -96,9 +118,24 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 	// owner asks over the protocol (mnemo stop), as SIGTERM does.
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	door, err := ndjson.New(s.core, ndjson.Options{Token: token, Log: log, Shutdown: stop})
+	door, err := ndjson.New(s.core, ndjson.Options{Token: token, Auth: s.auth, Throttle: s.throttle,
+		TLS: tlsCfg, Fingerprint: fingerprint, Log: log, Shutdown: stop})
 	if err != nil {
 		return err
+	}
+	var web *httpdoor.Door
+	if httpLn != nil {
+		web, err = httpdoor.New(s.core, httpdoor.Options{
+			Auth:     auth.SharedToken{Token: token},
+			Models:   s.models,
+			Embedder: embedder{s.mem},
+			Log:      log,
+			Version:  rt.Version,
+		})
+		if err != nil {
+			return err
+		}
+		log.Info("http door listening", "http_addr", httpLn.Addr().String())
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "root", s.root.Dir())
 	if rt.Ready != nil {
@@ -110,9 +147,27 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 		defer stop()
 		serveErr = door.Serve(ctx, ln)
 	})
+	var httpErr error
+	if web != nil {
+		wg.Go(func() {
+			defer stop()
+			httpErr = web.Serve(ctx, httpLn)
+		})
+	}
 	runErr := s.core.Run(ctx)
 	wg.Wait()
-	return errors.Join(runErr, serveErr)
+	return errors.Join(runErr, serveErr, httpErr)
+}
+
+// embedder is recall's embedder as the HTTP door asks for it.
+type embedder struct{ mem *recollect.Memory }
+
+func (e embedder) Embed(ctx context.Context, texts []string) (string, [][]float32, error) {
+	name, vecs, err := e.mem.Embed(ctx, texts)
+	if errors.Is(err, recollect.ErrNoEmbedder) {
+		err = fmt.Errorf("%w: %w", httpdoor.ErrNoEmbedder, err)
+	}
+	return name, vecs, err
 }
 
 // Open assembles hearth's core over the memory root o names, for a process
@@ -132,12 +187,19 @@ func (s *System) Core() *hearth.Hearth { return s.core }
 // System is hearth assembled: the memory root, the journal, memory, the
 // tools and the core over them.
 type System struct {
+	// auth is the auth layer of every door (devices, rules, pairing);
+	// throttle slows guessing sources at every door.
+	auth     *auth.Store
+	throttle *auth.Throttle
+
 	lock     *memory.RootLock
 	root     *memory.Root
 	journal  *journal.Journal
 	core     *hearth.Hearth
 	registry *tools.Registry
 	log      *slog.Logger
+	models   *preferences      // the model of each turn
+	mem      *recollect.Memory // recall
 	// stopRecall ends recall's background work; recallDone closes after.
 	stopRecall context.CancelFunc
 	recallDone chan struct{}
@@ -209,11 +271,23 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 	entities, stopEntities := startEntities(ctx, root, j, &notesCore, log)
 	s.stopEntities = stopEntities
 
+	// The auth layer lives beside the token file: auth.json, the TLS
+	// certificate. A client's own core (--local) keeps none.
+	dir := authDir(cfg)
+	if rt.Local {
+		dir = ""
+	}
+	authStore, err := auth.Open(auth.Options{Dir: dir, OwnerToken: rt.ownerToken})
+	if err != nil {
+		return nil, err
+	}
+	s.auth, s.throttle = authStore, auth.NewThrottle(auth.ThrottleOptions{})
+
 	var core *hearth.Hearth // the cache_store tool commits through it
 	s.registry = tools.New(tools.Options{
 		GatewayPath: cfg.Gateway.Value,
 		ManifestDir: filepath.Join(root.Dir(), "tools"),
-		Builtins: []tools.Builtin{
+		Builtins: append([]tools.Builtin{
 			tools.CurrentTime(time.Now),
 			// Through the core: the search is expanded with the entities.
 			tools.MemorySearch(func(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error) {
@@ -268,12 +342,18 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 				}
 				return out, err
 			}),
-		},
+		}, tools.AuthTools(authStore)...),
 		Log: log,
 	})
 	voice, err := voiceMinter(cfg, log)
 	if err != nil {
 		return nil, err
+	}
+	// The curator pass (DESIGN.md "The curator") runs with the chat's
+	// provider; its cursor is machine state, kept beside the index.
+	var curatorCfg *hearth.CuratorConfig
+	if cfg.Curator.Enabled.Value {
+		curatorCfg = &hearth.CuratorConfig{StateDir: filepath.Join(root.IndexDir(), "curator"), ModelName: cfg.Curator.Model.Value}
 	}
 	core, err = hearth.New(hearth.Config{
 		Journal:        j,
@@ -287,6 +367,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		Voice:          voice,
 		Vault:          vlt,
 		ToolCatalog:    true,
+		Curator:        curatorCfg,
 		HistoryTurns:   cfg.HistoryTurns.Value,
 		ToolTimeout:    cfg.ToolTimeout.Value,
 		ConfirmTimeout: cfg.ConfirmTimeout.Value,
@@ -301,7 +382,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 	prefs.mu.Lock()
 	prefs.announce = core.Announce
 	prefs.mu.Unlock()
-	s.core = core
+	s.core, s.models, s.mem = core, prefs, mem
 	return s, nil
 }
 
@@ -352,6 +433,21 @@ func lockRoot(dir string, local bool, addr string) (*memory.RootLock, error) {
 	}
 	return nil, err
 }
+
+// authDir is where auth.json and the TLS certificate live: beside the
+// token file, in hearth's config dir.
+func authDir(cfg *config.Config) string {
+	if cfg.TokenFile.Value == "" {
+		return ""
+	}
+	return filepath.Dir(cfg.TokenFile.Value)
+}
+
+// Auth is hearth's auth layer, for the other doors (the HTTP door).
+func (s *System) Auth() *auth.Store { return s.auth }
+
+// Throttle is the failed-credential throttle every door shares.
+func (s *System) Throttle() *auth.Throttle { return s.throttle }
 
 // authToken returns APP_AUTH_TOKEN, else the token file's, minting the
 // file (0600) on first start.

@@ -29,6 +29,9 @@ func runHearth(t *testing.T, root string, vars map[string]string) *running {
 	t.Helper()
 	vars["APP_AUTH_TOKEN"] = testToken
 	vars["MNEMO_EMBEDDER"] = "none" // no word vectors to look for
+	if _, ok := vars["MNEMO_CURATOR"]; !ok {
+		vars["MNEMO_CURATOR"] = "false" // its model calls would take the stand-in's scripted replies
+	}
 	cfg := loadConfig(t, vars)
 	cfg.Addr.Value = "127.0.0.1:0"
 	cfg.Root.Value = root

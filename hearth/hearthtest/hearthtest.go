@@ -91,6 +91,9 @@ func Start(t testing.TB, bin string, o Options) *Daemon {
 		"XDG_CONFIG_HOME=" + filepath.Join(o.Home, "config"),
 		"PATH=" + os.Getenv("PATH"),
 		"APP_AUTH_TOKEN=" + Token,
+		// The curator's model calls would take the stand-in's scripted
+		// replies; a test that wants it sets MNEMO_CURATOR=true in Env.
+		"MNEMO_CURATOR=false",
 	}, o.Env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -219,6 +219,15 @@ func anthropicParams(model string, req Request) (anthropic.MessageNewParams, err
 		}
 		params.Tools = append(params.Tools, anthropic.ToolUnionParam{OfTool: &tool})
 	}
+	if o := req.Output; o != nil {
+		schema, err := o.schemaObject()
+		if err != nil {
+			return params, err
+		}
+		// Anthropic's structured outputs constrain every reply to the
+		// schema: there is no non-strict mode and no name on the wire.
+		params.OutputConfig.Format = anthropic.JSONOutputFormatParam{Schema: schema}
+	}
 	return params, nil
 }
 

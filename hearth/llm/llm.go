@@ -98,6 +98,41 @@ type Request struct {
 	// OnRetry, when set, is told of each failed attempt that [Retrying]
 	// is about to try again, before it waits. Adapters ignore it.
 	OnRetry func(Retry)
+	// Output, when set, asks for structured output: the reply's Text is
+	// one JSON value the schema describes. Each adapter maps it to its
+	// provider's documented mechanism (see [OutputSchema]).
+	Output *OutputSchema
+}
+
+// OutputSchema asks a model for a reply that is JSON of a schema. OpenAI
+// chat sends it as response_format {type: json_schema, json_schema: {name,
+// schema, strict}}, the xAI Responses API as text.format {type:
+// json_schema, name, schema, strict}, Anthropic as output_config.format
+// {type: json_schema, schema} (its structured outputs, always strict). The
+// caller still validates what comes back: a provider may ignore it.
+type OutputSchema struct {
+	Name   string          // [a-zA-Z0-9_-], at most 64 characters
+	Schema json.RawMessage // a JSON Schema object
+	Strict bool
+}
+
+// schemaObject returns o.Schema's top-level members, each kept as raw
+// JSON so that the schema goes out exactly as written.
+func (o *OutputSchema) schemaObject() (map[string]any, error) {
+	if o.Name == "" || len(o.Name) > 64 || strings.IndexFunc(o.Name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+	}) >= 0 {
+		return nil, fmt.Errorf("output schema name %q: want 1 to 64 of a-z, A-Z, 0-9, _ and -", o.Name)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(o.Schema, &fields); err != nil || fields == nil {
+		return nil, fmt.Errorf("output schema %s: the schema must be a JSON object", o.Name)
+	}
+	m := make(map[string]any, len(fields))
+	for k, v := range fields {
+		m[k] = v
+	}
+	return m, nil
 }
 
 // Retry is a failed attempt of a model call that will be tried again.

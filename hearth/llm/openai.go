@@ -174,6 +174,17 @@ func chatParams(model string, req Request) (openai.ChatCompletionNewParams, erro
 		}
 		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(def))
 	}
+	if o := req.Output; o != nil {
+		schema, err := o.schemaObject()
+		if err != nil {
+			return params, err
+		}
+		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: o.Name, Schema: schema}
+		if o.Strict {
+			js.Strict = openai.Bool(true)
+		}
+		params.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}
+	}
 	return params, nil
 }
 

@@ -120,6 +120,17 @@ func (r *Responses) Stream(ctx context.Context, req Request, onText func(string)
 		Tools: tools,
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: slices.Concat(items...)},
 	}
+	if o := req.Output; o != nil {
+		schema, err := o.schemaObject()
+		if err != nil {
+			return Response{}, err
+		}
+		js := &responses.ResponseFormatTextJSONSchemaConfigParam{Name: o.Name, Schema: schema}
+		if o.Strict {
+			js.Strict = param.NewOpt(true)
+		}
+		params.Text.Format.OfJSONSchema = js
+	}
 	continuing := false
 	if c := req.Continue; c != nil && c.ResponseID != "" {
 		if c.From >= 0 && c.From < len(req.Messages) {

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/mnemo/mnemo/hearth/auth"
 )
 
 // gateOptions bound the connections that have not authenticated yet and
@@ -75,26 +77,14 @@ type gateStats struct {
 // goroutine: expired records are dropped when met. All methods are safe
 // for concurrent use.
 type gate struct {
-	o gateOptions
+	o        gateOptions
+	throttle *auth.Throttle // the failure records, shared with other doors when given
 
 	mu      sync.Mutex
 	pending map[netip.Addr]int // slots held per source; only sources holding some
 	total   int                // slots held in all
 	suspect int                // slots held by sources that had failed when admitted
-	records map[netip.Addr]*failures
-	// oldest and newest end the records' list, ordered by latest failure.
-	oldest, newest *failures
-	refused        uint64
-	throttled      uint64
-}
-
-// failures is what the gate remembers of a source that failed.
-type failures struct {
-	key        netip.Addr
-	n          int       // failures, none more than Forget after the one before
-	last       time.Time // the latest failure
-	until      time.Time // the source's next handshake is not read before then
-	prev, next *failures // the records of an older and a newer failure
+	refused uint64
 }
 
 // slot is one admitted connection's hold on the gate.
@@ -109,6 +99,12 @@ type slot struct {
 func noRelease() {}
 
 func newGate(o gateOptions) *gate {
+	return newGateWith(o, nil)
+}
+
+// newGateWith is newGate over a throttle shared with other doors; nil
+// makes one from o.
+func newGateWith(o gateOptions, t *auth.Throttle) *gate {
 	if o.PerSource <= 0 {
 		o.PerSource = 4
 	}
@@ -122,36 +118,16 @@ func newGate(o gateOptions) *gate {
 		o.Reserve = 0
 	}
 	o.Reserve = min(o.Reserve, o.Total-1)
-	if o.BaseDelay <= 0 {
-		o.BaseDelay = 250 * time.Millisecond
+	if t == nil {
+		t = auth.NewThrottle(auth.ThrottleOptions{BaseDelay: o.BaseDelay, MaxDelay: o.MaxDelay, Forget: o.Forget, MaxSources: o.MaxSources, Now: o.Now})
 	}
-	if o.MaxDelay <= 0 {
-		o.MaxDelay = 10 * time.Second
-	}
-	o.MaxDelay = max(o.MaxDelay, o.BaseDelay)
-	if o.Forget <= 0 {
-		o.Forget = 10 * time.Minute
-	}
-	// A record must outlive the wait it imposes.
-	o.Forget = max(o.Forget, o.MaxDelay)
-	if o.MaxSources <= 0 {
-		o.MaxSources = 4096
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	return &gate{o: o, pending: make(map[netip.Addr]int), records: make(map[netip.Addr]*failures)}
+	to := t.Options()
+	o.BaseDelay, o.MaxDelay, o.Forget, o.MaxSources, o.Now = to.BaseDelay, to.MaxDelay, to.Forget, to.MaxSources, to.Now
+	return &gate{o: o, throttle: t, pending: make(map[netip.Addr]int)}
 }
 
 // sourceKey is the source ip counts as: an IPv4 address or an IPv6 /64.
-func sourceKey(ip netip.Addr) netip.Addr {
-	ip = ip.Unmap()
-	if ip.Is6() {
-		p, _ := ip.Prefix(64) // cannot fail for 64 bits of IPv6; drops the zone
-		return p.Addr()
-	}
-	return ip
-}
+func sourceKey(ip netip.Addr) netip.Addr { return auth.SourceKey(ip) }
 
 // admit reserves a slot for an unauthenticated connection from ip. ok is
 // false when the source's budget (PerSource) or the total one is spent,
@@ -162,12 +138,9 @@ func sourceKey(ip netip.Addr) netip.Addr {
 // release does nothing.
 func (g *gate) admit(ip netip.Addr) (release func(), ok bool) {
 	key := sourceKey(ip)
+	suspect := g.throttle.Suspect(ip)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	suspect := false
-	if g.records[key] != nil { // a clock read only for a source that failed
-		suspect = g.recordLocked(key, g.o.Now()) != nil
-	}
 	if g.pending[key] >= g.o.PerSource || g.total >= g.o.Total ||
 		suspect && g.suspect >= g.o.Total-g.o.Reserve {
 		g.refused++
@@ -203,138 +176,21 @@ func (s *slot) release() {
 }
 
 // penalty is how long the door must wait before reading the handshake of
-// a new connection from ip: what is left of the delay its latest failure
-// earned, so that reconnecting instead of waiting for the answer gains
-// nothing; 0 for a source in good standing.
-func (g *gate) penalty(ip netip.Addr) time.Duration {
-	key := sourceKey(ip)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.records[key] == nil {
-		return 0
-	}
-	now := g.o.Now()
-	r := g.recordLocked(key, now)
-	if r == nil {
-		return 0
-	}
-	return max(r.until.Sub(now), 0)
-}
+// a new connection from ip (auth.Throttle.Wait).
+func (g *gate) penalty(ip netip.Addr) time.Duration { return g.throttle.Wait(ip) }
 
 // failed records a failed handshake (wrong token, garbage, timeout) from
-// ip and returns how long the door waits before answering it: BaseDelay,
-// doubled for each earlier failure no more than Forget before the next,
-// capped at MaxDelay. New connections from ip wait out the same delay
-// (penalty).
-func (g *gate) failed(ip netip.Addr) time.Duration {
-	key := sourceKey(ip)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := g.o.Now()
-	g.throttled++
-	r := g.recordLocked(key, now)
-	switch {
-	case r != nil:
-		g.unlinkLocked(r)
-	case len(g.records) >= g.o.MaxSources:
-		// Forget the oldest failure (the first to expire, if any has)
-		// and reuse its record: a flood from fresh sources costs no
-		// memory beyond MaxSources.
-		r = g.oldest
-		g.unlinkLocked(r)
-		delete(g.records, r.key)
-		*r = failures{key: key}
-		g.records[key] = r
-	default:
-		r = &failures{key: key}
-		g.records[key] = r
-	}
-	g.pushLocked(r)
-	r.n++
-	r.last = now
-	d := g.delay(r.n)
-	r.until = now.Add(d) // never earlier than before: d only grows with n
-	return d
-}
+// ip and returns how long the door waits before answering it
+// (auth.Throttle.Failed).
+func (g *gate) failed(ip netip.Addr) time.Duration { return g.throttle.Failed(ip) }
 
 // succeeded clears ip's failures: the owner typed the token right.
-func (g *gate) succeeded(ip netip.Addr) {
-	key := sourceKey(ip)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if r := g.records[key]; r != nil {
-		g.dropLocked(r)
-	}
-}
+func (g *gate) succeeded(ip netip.Addr) { g.throttle.Succeeded(ip) }
 
 // stats returns the gate's counters.
 func (g *gate) stats() gateStats {
+	throttled, sources := g.throttle.Stats()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.expireLocked(g.o.Now())
-	return gateStats{Pending: g.total, Refused: g.refused, Throttled: g.throttled, Sources: len(g.records)}
-}
-
-// delay is the wait the nth failure in a row earns.
-func (g *gate) delay(n int) time.Duration {
-	d := g.o.BaseDelay
-	for range n - 1 {
-		if d >= g.o.MaxDelay/2 {
-			return g.o.MaxDelay
-		}
-		d *= 2
-	}
-	return min(d, g.o.MaxDelay)
-}
-
-// recordLocked is key's failure record, nil when it has none or it has
-// expired (then it is dropped).
-func (g *gate) recordLocked(key netip.Addr, now time.Time) *failures {
-	r := g.records[key]
-	if r != nil && g.expired(r, now) {
-		g.dropLocked(r)
-		return nil
-	}
-	return r
-}
-
-func (g *gate) expired(r *failures, now time.Time) bool {
-	return now.Sub(r.last) >= g.o.Forget
-}
-
-// expireLocked drops the expired records from the oldest end.
-func (g *gate) expireLocked(now time.Time) {
-	for g.oldest != nil && g.expired(g.oldest, now) {
-		g.dropLocked(g.oldest)
-	}
-}
-
-func (g *gate) dropLocked(r *failures) {
-	g.unlinkLocked(r)
-	delete(g.records, r.key)
-}
-
-// pushLocked appends r to the list as the newest failure.
-func (g *gate) pushLocked(r *failures) {
-	r.prev, r.next = g.newest, nil
-	if g.newest != nil {
-		g.newest.next = r
-	} else {
-		g.oldest = r
-	}
-	g.newest = r
-}
-
-func (g *gate) unlinkLocked(r *failures) {
-	if r.prev != nil {
-		r.prev.next = r.next
-	} else {
-		g.oldest = r.next
-	}
-	if r.next != nil {
-		r.next.prev = r.prev
-	} else {
-		g.newest = r.prev
-	}
-	r.prev, r.next = nil, nil
+	return gateStats{Pending: g.total, Refused: g.refused, Throttled: throttled, Sources: sources}
 }

@@ -2,6 +2,7 @@ package ndjson
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
@@ -41,6 +43,10 @@ type testConfig struct {
 	HandshakeTimeout time.Duration
 	Gate             gateOptions
 	Shutdown         func()
+	Auth             Authority
+	Throttle         *auth.Throttle
+	TLS              *tls.Config
+	Fingerprint      string
 
 	// Model answers every turn (Config.Models). NoModel, when Model is
 	// nil, is the error the models report instead (shown to clients).
@@ -129,6 +135,10 @@ func (c *testConfig) build() (hearth.Config, Options) {
 		HandshakeTimeout: c.HandshakeTimeout,
 		Gate:             c.Gate,
 		Shutdown:         c.Shutdown,
+		Auth:             c.Auth,
+		Throttle:         c.Throttle,
+		TLS:              c.TLS,
+		Fingerprint:      c.Fingerprint,
 		Log:              cfg.Log,
 	}
 }

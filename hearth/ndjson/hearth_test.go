@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/hearth/wire"
 	"github.com/mnemo/mnemo/ipc"
@@ -508,8 +509,8 @@ func TestTokensEqual(t *testing.T) {
 		{"abc", "", false},
 	}
 	for _, tt := range tests {
-		if got := tokensEqual(tt.got, tt.want); got != tt.ok {
-			t.Errorf("tokensEqual(%q, %q) = %v, want %v", tt.got, tt.want, got, tt.ok)
+		if got := auth.TokenEqual(tt.got, tt.want); got != tt.ok {
+			t.Errorf("TokenEqual(%q, %q) = %v, want %v", tt.got, tt.want, got, tt.ok)
 		}
 	}
 }

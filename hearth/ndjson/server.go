@@ -3,8 +3,7 @@ package ndjson
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -18,13 +17,26 @@ import (
 	"github.com/mnemo/mnemo/internal/backoff"
 
 	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/hearth/wire"
 	"github.com/mnemo/mnemo/ipc"
 )
 
 // Options configure a Server. Zero values take the documented defaults.
 type Options struct {
-	Token string // required: the token clients must present
+	// Token is the owner's shared token; used only when Auth is nil
+	// (then it is required).
+	Token string
+	// Auth authenticates clients, authorizes their messages and manages
+	// devices and pairing (*auth.Store); nil admits Token as the owner.
+	Auth Authority
+	// Throttle slows sources whose handshakes fail; share one with the
+	// other doors. nil makes the door's own from Gate.
+	Throttle *auth.Throttle
+	// TLS, when set, serves TLS; Fingerprint is its certificate's,
+	// shown by pairing.
+	TLS         *tls.Config
+	Fingerprint string
 
 	MaxClients       int           // authenticated connections at once; default 64
 	HandshakeTimeout time.Duration // time to send connect; default 5s
@@ -87,15 +99,25 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
+	// devices holds, per device id, how to cut its live connections.
+	devices map[string]map[*conn]func()
 }
 
 // New returns a Server for core.
 func New(core wire.Core, o Options) (*Server, error) {
 	o.setDefaults()
-	if o.Token == "" {
-		return nil, errors.New("ndjson: no auth token")
+	if o.Auth == nil {
+		if o.Token == "" {
+			return nil, errors.New("ndjson: no auth token")
+		}
+		st, err := auth.Open(auth.Options{OwnerToken: o.Token})
+		if err != nil {
+			return nil, err
+		}
+		o.Auth = st
 	}
-	return &Server{core: core, opts: o, log: o.Log, gate: newGate(o.Gate), conns: make(map[net.Conn]struct{})}, nil
+	return &Server{core: core, opts: o, log: o.Log, gate: newGateWith(o.Gate, o.Throttle),
+		conns: make(map[net.Conn]struct{}), devices: make(map[string]map[*conn]func())}, nil
 }
 
 // Serve accepts connections on ln until ctx ends, then stops accepting and
@@ -107,6 +129,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var wg sync.WaitGroup
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	defer s.opts.Auth.OnRevoke(s.revoked)()
+	if s.opts.TLS != nil {
+		ln = tls.NewListener(ln, s.opts.TLS)
+	}
 	var err error
 	for {
 		nc, aerr := ln.Accept()
@@ -172,7 +198,7 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 	// One reader for the connection's life: a client may send its first
 	// requests in the same packet as the handshake.
 	r := ipc.NewReader(nc)
-	hello, ok := s.authenticate(ctx, nc, r, ip, remote)
+	hello, id, ok := s.authenticate(ctx, nc, r, ip, remote)
 	release()
 	if !ok {
 		return
@@ -185,36 +211,48 @@ func (s *Server) serveConn(ctx context.Context, nc net.Conn) {
 		return
 	}
 	defer s.clients.Add(-1)
-	s.session(ctx, nc, r, hello, remote)
+	s.session(ctx, nc, r, hello, id, remote)
 }
 
 // authenticate reads the connect message within HandshakeTimeout, after
-// the delay the source's recent failures earned, and checks the token in
-// constant time. A failure is answered only after a growing delay, holding
-// the connection's slot meanwhile, so guessing gains nothing by speed.
-func (s *Server) authenticate(ctx context.Context, nc net.Conn, r *ipc.Reader, ip netip.Addr, remote string) (*ipc.Connect, bool) {
+// the delay the source's recent failures earned, and authenticates its
+// token. A failure is answered only after a growing delay, holding the
+// connection's slot meanwhile, so guessing gains nothing by speed. A pair
+// message instead trades a pairing code for a device token, answered
+// and closed (a wrong code is a failure like a wrong token).
+func (s *Server) authenticate(ctx context.Context, nc net.Conn, r *ipc.Reader, ip netip.Addr, remote string) (*ipc.Connect, auth.Identity, bool) {
 	if d := s.gate.penalty(ip); d > 0 && !backoff.Sleep(ctx, d) {
-		return nil, false
+		return nil, auth.Identity{}, false
 	}
 	nc.SetReadDeadline(time.Now().Add(s.opts.HandshakeTimeout))
 	// Shutdown does not wait for a handshake that has not come.
 	stop := context.AfterFunc(ctx, func() { nc.SetReadDeadline(time.Now()) })
-	hello, herr := s.handshake(r)
+	hello, id, paired, herr := s.handshake(ctx, r, ip)
 	stop()
 	nc.SetReadDeadline(time.Time{})
 	if ctx.Err() != nil {
 		refuse(nc, &ipc.Error{Code: ipc.CodeShuttingDown, Message: "hearth is shutting down"})
-		return nil, false
+		return nil, auth.Identity{}, false
 	}
-	if herr != nil {
+	if herr != nil && herr.Code != ipc.CodeForbidden && herr.Code != ipc.CodeProtocol {
 		d := s.gate.failed(ip)
 		s.log.Warn("handshake refused", "remote", remote, "reason", herr.Code, "delay", d)
 		backoff.Sleep(ctx, d)
 		refuse(nc, herr)
-		return nil, false
+		return nil, auth.Identity{}, false
 	}
-	s.gate.succeeded(ip)
-	return hello, true
+	s.gate.succeeded(ip) // the credential was right, even if what it asked is refused
+	switch {
+	case herr != nil:
+		s.log.Warn("handshake refused", "remote", remote, "reason", herr.Code, "subject", id.Subject)
+		refuse(nc, herr)
+		return nil, auth.Identity{}, false
+	case paired != nil:
+		s.log.Info("device paired", "remote", remote, "device", paired.Device.ID, "name", paired.Device.Name, "actor", paired.Device.Actor)
+		refuse(nc, paired)
+		return nil, auth.Identity{}, false
+	}
+	return hello, id, true
 }
 
 // sourceIP is the address a connection comes from, for the gate.
@@ -228,42 +266,51 @@ func sourceIP(a net.Addr) netip.Addr {
 	return netip.Addr{}
 }
 
-// handshake reads the connect message and checks its token. A refusal
-// says why without revealing anything else.
-func (s *Server) handshake(r *ipc.Reader) (*ipc.Connect, *ipc.Error) {
+// handshake reads the connect (or pair) message and authenticates it. A
+// refusal says why without revealing anything else.
+func (s *Server) handshake(ctx context.Context, r *ipc.Reader, ip netip.Addr) (*ipc.Connect, auth.Identity, *ipc.Paired, *ipc.Error) {
+	const first = `the first message must be {"type":"connect","token":"…"}`
 	m, err := r.Read()
 	if err != nil {
 		var ne net.Error
 		switch {
 		case errors.Is(err, ipc.ErrLineTooLong):
-			return nil, &ipc.Error{Code: ipc.CodeLineTooLong, Message: "line exceeds the 1 MiB limit"}
+			return nil, auth.Identity{}, nil, &ipc.Error{Code: ipc.CodeLineTooLong, Message: "line exceeds the 1 MiB limit"}
 		case errors.As(err, &ne) && ne.Timeout():
-			return nil, &ipc.Error{Code: ipc.CodeHandshake, Message: "no connect message in time"}
+			return nil, auth.Identity{}, nil, &ipc.Error{Code: ipc.CodeHandshake, Message: "no connect message in time"}
 		}
-		return nil, &ipc.Error{Code: ipc.CodeUnauthorized, Message: `the first message must be {"type":"connect","token":"…"}`}
+		return nil, auth.Identity{}, nil, &ipc.Error{Code: ipc.CodeUnauthorized, Message: first}
 	}
-	hello, ok := m.(*ipc.Connect)
-	if !ok {
-		return nil, &ipc.Error{Code: ipc.CodeUnauthorized, Message: `the first message must be {"type":"connect","token":"…"}`}
+	switch m := m.(type) {
+	case *ipc.Connect:
+		id, err := s.opts.Auth.Authenticate(ctx, m.Token, ip)
+		if err != nil {
+			return nil, auth.Identity{}, nil, &ipc.Error{Code: ipc.CodeUnauthorized, Message: "wrong, revoked or missing token"}
+		}
+		if m.Protocol > ipc.ProtocolVersion {
+			return nil, id, nil, &ipc.Error{Code: ipc.CodeProtocol, Message: fmt.Sprintf("this hearth speaks protocol %d", ipc.ProtocolVersion)}
+		}
+		if err := s.opts.Auth.Authorize(id, connectNeed.res, connectNeed.act); err != nil {
+			return nil, id, nil, &ipc.Error{Code: ipc.CodeForbidden, Message: "this credential may not connect to this door"}
+		}
+		return m, id, nil, nil
+	case *ipc.Pair:
+		dev, tok, err := s.opts.Auth.Redeem(ctx, m.Code, m.Name)
+		if errors.Is(err, auth.ErrUnauthenticated) {
+			return nil, auth.Identity{}, nil, &ipc.Error{Code: ipc.CodeUnauthorized, Message: "wrong, expired or used pairing code"}
+		}
+		if err != nil {
+			s.log.Error("pairing failed", "err", err)
+			return nil, auth.Identity{}, nil, &ipc.Error{Code: ipc.CodeInternal, Message: "hearth could not pair the device"}
+		}
+		return nil, auth.Identity{}, &ipc.Paired{Device: wireDevice(dev), Token: tok, Fingerprint: s.opts.Fingerprint}, nil
 	}
-	if !tokensEqual(hello.Token, s.opts.Token) {
-		return nil, &ipc.Error{Code: ipc.CodeUnauthorized, Message: "wrong or missing token"}
-	}
-	if hello.Protocol > ipc.ProtocolVersion {
-		return nil, &ipc.Error{Code: ipc.CodeProtocol, Message: fmt.Sprintf("this hearth speaks protocol %d", ipc.ProtocolVersion)}
-	}
-	return hello, nil
+	return nil, auth.Identity{}, nil, &ipc.Error{Code: ipc.CodeUnauthorized, Message: first}
 }
 
-// tokensEqual compares in constant time, independent of either length.
-func tokensEqual(got, want string) bool {
-	a := sha256.Sum256([]byte(got))
-	b := sha256.Sum256([]byte(want))
-	return subtle.ConstantTimeCompare(a[:], b[:]) == 1 && got != ""
-}
-
-// refuse writes one error and leaves the caller to close the connection.
-func refuse(nc net.Conn, e *ipc.Error) {
+// refuse writes one message (an error, or paired) and leaves the caller
+// to close the connection.
+func refuse(nc net.Conn, e ipc.Msg) {
 	line, err := ipc.Encode(e)
 	if err != nil {
 		return
@@ -279,6 +326,11 @@ type conn struct {
 	id  uint64
 	log *slog.Logger
 
+	who         auth.Identity
+	auth        Authority
+	fingerprint string
+	sess        *wire.Session
+
 	mu  sync.Mutex
 	why *ipc.Error // what to tell the client as the connection ends
 }
@@ -293,9 +345,10 @@ func (c *conn) setWhy(e *ipc.Error) {
 
 // session serves an authenticated client until it leaves, misbehaves
 // beyond recovery, falls behind or hearth shuts down.
-func (s *Server) session(ctx context.Context, nc net.Conn, r *ipc.Reader, hello *ipc.Connect, remote string) {
-	c := &conn{nc: nc, id: s.nextID.Add(1), log: s.log}
-	sess, err := wire.Open(context.WithoutCancel(ctx), s.core, wire.Options{
+func (s *Server) session(ctx context.Context, nc net.Conn, r *ipc.Reader, hello *ipc.Connect, id auth.Identity, remote string) {
+	c := &conn{nc: nc, id: s.nextID.Add(1), log: s.log, who: id, auth: s.opts.Auth, fingerprint: s.opts.Fingerprint}
+	// The identity rides in ctx into the core's calls (the turn's tools).
+	sess, err := wire.Open(auth.WithIdentity(context.WithoutCancel(ctx), id), s.core, wire.Options{
 		Watch: hearth.WatchOptions{
 			Name:      hello.Client,
 			MaxEvents: s.opts.ClientQueue,
@@ -307,14 +360,24 @@ func (s *Server) session(ctx context.Context, nc net.Conn, r *ipc.Reader, hello 
 		},
 		Health:   s.health,
 		Shutdown: s.opts.Shutdown,
-		Owner:    isOwner(hello),
+		Owner:    id.IsOwner(),
 		Log:      s.log,
 	})
 	if err != nil {
 		refuse(nc, wire.Farewell(err))
 		return
 	}
-	s.log.Info("client connected", "client", c.id, "name", hello.Client, "remote", remote)
+	c.sess = sess
+	cut := func() {
+		c.setWhy(&ipc.Error{Code: ipc.CodeUnauthorized, Message: "this device's credential was revoked"})
+		sess.Close()
+	}
+	untrack := s.trackDevice(c, id.Device, cut)
+	defer untrack()
+	if id.Device != "" && revoked(s.opts.Auth, id.Device) {
+		cut() // revoked between the handshake and the tracking
+	}
+	s.log.Info("client connected", "client", c.id, "name", hello.Client, "remote", remote, "subject", id.Subject, "actor", id.Actor)
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
@@ -359,6 +422,14 @@ func (c *conn) readLoop(r *ipc.Reader, sess *wire.Session) {
 		case err != nil:
 			sess.Close() // closed, reset or cut off
 			return
+		}
+		if err := authorize(c.auth, c.who, m); err != nil {
+			c.log.Warn("request forbidden", "client", c.id, "type", m.Type(), "subject", c.who.Subject, "actor", c.who.Actor)
+			sess.Reply(forbidden(m))
+			continue
+		}
+		if c.handleAuth(m) {
+			continue
 		}
 		if !sess.Handle(m) {
 			sess.Close()
@@ -424,11 +495,6 @@ func encode(m ipc.Msg) ([]byte, error) {
 		}
 	}
 }
-
-// isOwner says whether a client may make the owner's requests (stop
-// hearth). Today every holder of the token is the owner; this is the one
-// place to narrow it once clients have identities of their own.
-func isOwner(*ipc.Connect) bool { return true }
 
 // health adds the door's counters to a health report.
 func (s *Server) health(r *ipc.HealthReport) {

@@ -155,6 +155,23 @@ func Farewell(why error) *ipc.Error {
 	return nil
 }
 
+// senderAs is a core that carries the sender's identity (in the ctx the
+// session was opened with) into the turn: *hearth.Hearth.
+type senderAs interface {
+	SendAs(ctx context.Context, ref, content string) error
+}
+
+func (s *Session) send(ref, content string) error {
+	if sa, ok := s.core.(senderAs); ok {
+		return sa.SendAs(s.ctx, ref, content)
+	}
+	return s.core.Send(ref, content)
+}
+
+// Reply queues m for this client, in order with its events: for the
+// door's own answers (authorization, devices, pairing).
+func (s *Session) Reply(m ipc.Msg) { s.sub.Reply(m) }
+
 // reply queues m for this client, in order with its events.
 func (s *Session) reply(m ipc.Msg) {
 	s.sub.Reply(m)
@@ -165,7 +182,7 @@ func (s *Session) reply(m ipc.Msg) {
 func (s *Session) Handle(m ipc.Msg) bool {
 	switch m := m.(type) {
 	case *ipc.Message:
-		s.refuse(s.core.Send(m.Ref, m.Content), m.Ref)
+		s.refuse(s.send(m.Ref, m.Content), m.Ref)
 	case *ipc.Transcript:
 		add := s.core.AddTranscript
 		if m.Incomplete {
@@ -562,7 +579,7 @@ func SearchHit(hit memory.Hit) ipc.SearchHit {
 
 func (s *Session) health(ref string) *ipc.HealthReport {
 	h := s.core.Health()
-	r := &ipc.HealthReport{Ref: ref, State: h.State, Clients: h.Subscribers, Provider: h.Provider, Model: h.Model, Dropped: h.Dropped}
+	r := &ipc.HealthReport{Ref: ref, State: h.State, Clients: h.Subscribers, Provider: h.Provider, Model: h.Model, Dropped: h.Dropped, Time: h.At}
 	if ix := h.Index; ix != nil && !ix.Opening {
 		r.Index = &ipc.IndexHealth{
 			Backend: ix.Backend, Embedder: ix.Embedder, Indexed: ix.IndexedSinceStart, LagMS: ix.Lag.Milliseconds(),

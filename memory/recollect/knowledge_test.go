@@ -419,3 +419,85 @@ func TestToolCatalogNotInjected(t *testing.T) {
 		t.Errorf("the tool catalog is injected:\n%s", block)
 	}
 }
+
+// TestKnowledgeSeenLog: a write records the note it indexed by a line
+// appended to the seen log, not by rewriting the seen file; a restart
+// replays the log (nothing embedded again), ignores a torn line and lines
+// of another generation, and the log is folded into the file once it
+// passes minSeenLog lines.
+func TestKnowledgeSeenLog(t *testing.T) {
+	root := t.TempDir()
+	for p, text := range notesA {
+		writeNote(t, root, p, text)
+	}
+	emb := &textCounter{HashEmbedder: recalltest.NewHashEmbedder(32)}
+	m := knowledgeMemory(t, root, emb)
+	seen := filepath.Join(root, "index", KnowledgeSeenFile)
+	log := filepath.Join(root, "index", knowledgeSeenLog)
+	file, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const p = "knowledge/people/ana.md"
+	writeNote(t, root, p, note(anaID, "active", 0.9, "## Home\n\nAna moved to Madeira.\n"))
+	os.Remove(filepath.Join(root, "knowledge/people/guess.md"))
+	if err := m.Knowledge(t.Context(), []string{p, "knowledge/people/guess.md"}); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := os.ReadFile(seen); string(now) != string(file) {
+		t.Error("a write rewrote the seen file")
+	}
+	lines, err := os.ReadFile(log)
+	if err != nil || strings.Count(string(lines), "\n") != 2 {
+		t.Fatalf("seen log: %q, %v", lines, err)
+	}
+
+	restart := func(step string) *Memory {
+		t.Helper()
+		m.rs.index.Close()
+		before := emb.texts.Load()
+		m = knowledgeMemory(t, root, emb)
+		if n := emb.texts.Load() - before; n != 0 {
+			t.Errorf("%s: a restart embedded %d texts again", step, n)
+		}
+		hits, err := m.Search(t.Context(), memory.SearchRequest{Query: "Madeira", K: 10, Kinds: []string{memory.KindKnowledge}})
+		if err != nil || len(hits) == 0 || hits[0].Path != p {
+			t.Errorf("%s: Madeira finds %+v, %v", step, hits, err)
+		}
+		return m
+	}
+	restart("with the log")
+
+	// A line of another generation (a crash between writing the file
+	// whole and removing the log) says ana.md was dropped; a torn line
+	// ends the log.
+	f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "{\"gen\":\"other\",\"path\":%q,\"id\":\"\",\"sha256\":\"\",\"docs\":0}\n{\"gen\":", p)
+	f.Close()
+	restart("with a stale and a torn line")
+
+	// The torn line has the next write fold the log into the file.
+	writeNote(t, root, p, note(anaID, "active", 0.9, "## Home\n\nAna moved to Madeira for good.\n"))
+	if err := m.Knowledge(t.Context(), []string{p}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(log); !os.IsNotExist(err) {
+		t.Errorf("the log after a torn line was not folded: %v", err)
+	}
+	restart("after folding")
+
+	// Past minSeenLog lines, the log is folded.
+	for i := range minSeenLog + 1 {
+		writeNote(t, root, p, note(anaID, "active", 0.9, fmt.Sprintf("## Home\n\nAna moved to Madeira (%d).\n", i)))
+		if err := m.Knowledge(t.Context(), []string{p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := os.ReadFile(log); err == nil && strings.Count(string(b), "\n") > minSeenLog {
+		t.Errorf("the log holds %d lines", strings.Count(string(b), "\n"))
+	}
+	restart("after many writes")
+}

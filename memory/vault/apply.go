@@ -40,6 +40,7 @@ type Vault struct {
 	// (see pending.go): true leaves the write where it is.
 	crash func(stage string) bool
 	list  listCache // List's parsed notes (listcache.go)
+	git   gitCache  // what commits keep of git between them (gitcache.go)
 }
 
 // errCrash is what a write stopped by crash returns.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -48,6 +47,12 @@ const commitEmail = "hearth@localhost"
 // git, it holds .git/index.lock meanwhile: when another process holds it, or
 // the repository cannot be read, it fails with a *CommitError that says so.
 func Commit(ctx context.Context, dir string, paths []string, message, author string) (string, error) {
+	return (*gitCache)(nil).commit(ctx, dir, paths, message, author)
+}
+
+// commit is Commit, keeping in c what the next commit can use of this
+// one's reads (c nil: nothing).
+func (c *gitCache) commit(ctx context.Context, dir string, paths []string, message, author string) (string, error) {
 	fail := func(err error) (string, error) { return "", &CommitError{Dir: dir, Err: err} }
 	if err := ctx.Err(); err != nil {
 		return fail(err)
@@ -75,12 +80,29 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 	// and the index as raw entries (gitindex.go); a gitdir link, or an
 	// index version not handled there, goes through go-git.
 	put := storerPut(repo.Storer)
+	var lw *looseWriter
 	var changes map[string]change
+	var writeIndex func() error
 	gitDir := filepath.Join(dir, git.GitDirName)
 	if st, err := os.Lstat(gitDir); err == nil && st.IsDir() {
-		put = (&looseWriter{gitDir: gitDir}).put
-		changes, err = stageRaw(gitDir, dir, paths, put)
+		lw = &looseWriter{gitDir: gitDir}
+		if c != nil {
+			lw.zw, lw.zstore = c.zw, c.zstore
+			defer func() { c.zw, c.zstore = lw.zw, lw.zstore }()
+		}
+		defer lw.abort() // the objects of a commit that fails
+		put = lw.put
+		changes, writeIndex, err = c.stageRaw(gitDir, dir, paths, put)
 		if errors.Is(err, errIndexVersion) {
+			// go-git writes the index at once: the blobs it names
+			// are named (and durable) first.
+			put = func(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+				h, err := lw.put(typ, data)
+				if err == nil {
+					err = lw.flush()
+				}
+				return h, err
+			}
 			changes, err = nil, nil
 		} else if err != nil {
 			return fail(err)
@@ -91,23 +113,42 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 			return fail(err)
 		}
 	}
-	parent, err := repo.CommitObject(head.Hash())
+	// The order that keeps git whole across a crash: the objects durable
+	// and named, then the index naming the blobs, then the ref naming
+	// the commit.
+	store := func() error {
+		if lw != nil {
+			if err := lw.flush(); err != nil {
+				return fmt.Errorf("store objects: %w", err)
+			}
+		}
+		if writeIndex != nil {
+			if err := writeIndex(); err != nil {
+				return fmt.Errorf("write the git index: %w", err)
+			}
+		}
+		return nil
+	}
+	baseHash, err := c.headTree(repo.Storer, head.Hash())
 	if err != nil {
 		return fail(fmt.Errorf("read HEAD commit: %w", err))
 	}
-	base, err := parent.Tree()
+	base, err := c.treeEntries(repo.Storer, baseHash)
 	if err != nil {
 		return fail(fmt.Errorf("read HEAD tree: %w", err))
 	}
-	tree, _, err := writeTree(repo.Storer, put, base, changes)
+	tree, _, err := c.writeTree(repo.Storer, put, base, changes)
 	if err != nil {
 		return fail(fmt.Errorf("write tree: %w", err))
 	}
-	if tree == base.Hash {
+	if tree == baseHash {
+		if err := store(); err != nil {
+			return fail(err)
+		}
 		return head.Hash().String(), nil // nothing changed: HEAD holds it
 	}
 	now := time.Now()
-	c := &object.Commit{
+	cm := &object.Commit{
 		Author:       object.Signature{Name: author, Email: commitEmail, When: now},
 		Committer:    object.Signature{Name: "hearth", Email: commitEmail, When: now},
 		Message:      message,
@@ -115,18 +156,90 @@ func Commit(ctx context.Context, dir string, paths []string, message, author str
 		ParentHashes: []plumbing.Hash{head.Hash()},
 	}
 	obj := &plumbing.MemoryObject{}
-	if err := c.Encode(obj); err != nil {
+	if err := cm.Encode(obj); err != nil {
 		return fail(fmt.Errorf("commit: %w", err))
 	}
-	hash, err := putObject(put, obj)
+	data, err := encodedObject(obj)
 	if err != nil {
 		return fail(fmt.Errorf("commit: %w", err))
 	}
-	// HEAD names a branch (refs/heads/…), or a commit when detached.
-	if err := repo.Storer.CheckAndSetReference(plumbing.NewHashReference(head.Name(), hash), head); err != nil {
-		return fail(fmt.Errorf("move %s: %w", head.Name(), err))
+	hash, err := put(plumbing.CommitObject, data)
+	if err != nil {
+		return fail(fmt.Errorf("commit: %w", err))
 	}
+	if err := store(); err != nil {
+		return fail(err)
+	}
+	// HEAD names a branch (refs/heads/…), or a commit when detached.
+	moved := false
+	if lw != nil {
+		if moved, err = moveRef(gitDir, head.Name(), head.Hash(), hash); err != nil {
+			return fail(fmt.Errorf("move %s: %w", head.Name(), err))
+		}
+	}
+	if !moved {
+		if err := repo.Storer.CheckAndSetReference(plumbing.NewHashReference(head.Name(), hash), head); err != nil {
+			return fail(fmt.Errorf("move %s: %w", head.Name(), err))
+		}
+	}
+	c.committed(hash, tree)
 	return hash.String(), nil
+}
+
+// moveRef moves the loose ref name of the repository at gitDir from old
+// to h as git does: under name.lock (created exclusively, so that a git
+// process at work on the ref makes it fail), the new value written and
+// fsync'd, renamed over the ref, and the folder fsync'd: a crash leaves
+// the old value or the new, never a torn file. It reports false, moving
+// nothing, when the ref is not a loose file (only in packed-refs), for
+// go-git to move.
+func moveRef(gitDir string, name plumbing.ReferenceName, old, h plumbing.Hash) (bool, error) {
+	if !strings.HasPrefix(name.String(), "refs/") && name != plumbing.HEAD {
+		return false, fmt.Errorf("not a ref: %s", name)
+	}
+	path := filepath.Join(gitDir, filepath.FromSlash(name.String()))
+	if !filepath.IsLocal(name.String()) {
+		return false, fmt.Errorf("not a ref: %s", name)
+	}
+	lock := path + ".lock"
+	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if errors.Is(err, fs.ErrExist) {
+		return false, fmt.Errorf("%s exists: another git process is moving it, or one crashed", lock)
+	}
+	if err != nil {
+		return false, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			f.Close()
+			os.Remove(lock)
+		}
+	}()
+	cur, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil // packed: go-git's
+	}
+	if err != nil {
+		return false, err
+	}
+	if got := strings.TrimSpace(string(cur)); got != old.String() {
+		return false, fmt.Errorf("moved meanwhile to %.40s", got)
+	}
+	if _, err := f.WriteString(h.String() + "\n"); err != nil {
+		return false, err
+	}
+	if err := f.Sync(); err != nil {
+		return false, err
+	}
+	if err := f.Close(); err != nil {
+		return false, err
+	}
+	if err := os.Rename(lock, path); err != nil {
+		return false, err
+	}
+	done = true
+	return true, syncDir(filepath.Dir(path))
 }
 
 // change is a staged path: its new blob and mode, or its removal.
@@ -136,17 +249,14 @@ type change struct {
 	del  bool
 }
 
-// writeTree stores the tree that is t (nil: empty) with changes applied
+// writeTree stores the tree whose entries are base (nil: empty) with changes applied
 // (paths relative to t), reusing every subtree no change touches, and
 // returns its hash, or empty when nothing is left in it. go-git's
 // Worktree.Commit re-reads the index and rewrites every tree; this writes
 // only the trees on the changed paths, and commits only those paths, not
 // what the owner may have staged.
-func writeTree(s storer.EncodedObjectStorer, put putFunc, t *object.Tree, changes map[string]change) (plumbing.Hash, bool, error) {
-	var base []object.TreeEntry // in git's order, as the tree holds them
-	if t != nil {
-		base = t.Entries
-	}
+func (c *gitCache) writeTree(s storer.EncodedObjectStorer, put putFunc, base []object.TreeEntry, changes map[string]change) (plumbing.Hash, bool, error) {
+	// base is in git's order, as the tree holds it.
 	lookup := func(name string) (object.TreeEntry, bool) {
 		for _, e := range base {
 			if e.Name == name {
@@ -173,14 +283,14 @@ func writeTree(s storer.EncodedObjectStorer, put putFunc, t *object.Tree, change
 		sub[first][rest] = c
 	}
 	for name, ch := range sub {
-		var child *object.Tree
+		var child []object.TreeEntry
 		if e, ok := lookup(name); ok && e.Mode == filemode.Dir {
 			var err error
-			if child, err = object.GetTree(s, e.Hash); err != nil {
+			if child, err = c.treeEntries(s, e.Hash); err != nil {
 				return plumbing.ZeroHash, false, err
 			}
 		}
-		h, empty, err := writeTree(s, put, child, ch)
+		h, empty, err := c.writeTree(s, put, child, ch)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
@@ -226,12 +336,12 @@ func writeTree(s storer.EncodedObjectStorer, put putFunc, t *object.Tree, change
 	if len(list) == 0 {
 		return plumbing.ZeroHash, true, nil
 	}
-	obj := &plumbing.MemoryObject{}
-	if err := (&object.Tree{Entries: list}).Encode(obj); err != nil {
+	h, err := put(plumbing.TreeObject, encodeTree(list))
+	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
-	h, err := putObject(put, obj)
-	return h, false, err
+	c.keepTree(h, list)
+	return h, false, nil
 }
 
 // putFunc stores an object's content and returns its hash.
@@ -257,30 +367,18 @@ func storerPut(s storer.EncodedObjectStorer) putFunc {
 	}
 }
 
-// putObject stores an encoded object through put.
-func putObject(put putFunc, obj *plumbing.MemoryObject) (plumbing.Hash, error) {
-	r, err := obj.Reader()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return put(obj.Type(), data)
-}
-
 // stageRaw is stage over the raw index of the repository at gitDir: each
 // file's blob is stored through put and its entry set; a missing file's
 // entries are removed. Only the changed entries are built; the others are
-// copied as they were read.
-func stageRaw(gitDir, dir string, paths []string, put putFunc) (map[string]change, error) {
-	idx, err := readIndexFile(gitDir)
+// copied as they were read. The index is written when the returned
+// function is called, once the blobs it names are stored.
+func (c *gitCache) stageRaw(gitDir, dir string, paths []string, put putFunc) (map[string]change, func() error, error) {
+	idx, err := c.takeIndex(gitDir)
 	if err != nil {
 		if errors.Is(err, errIndexVersion) {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, fmt.Errorf("read the git index: %w", err)
+		return nil, nil, fmt.Errorf("read the git index: %w", err)
 	}
 	changes := make(map[string]change, len(paths))
 	entries := make(map[string]*rawEntry, len(paths))
@@ -292,25 +390,30 @@ func stageRaw(gitDir, dir string, paths []string, put putFunc) (map[string]chang
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		mode, err := filemode.NewFromOSFileMode(fi.Mode())
 		if err != nil {
-			return nil, fmt.Errorf("stage %s: %w", p, err)
+			return nil, nil, fmt.Errorf("stage %s: %w", p, err)
 		}
 		h, err := put(plumbing.BlobObject, b)
 		if err != nil {
-			return nil, fmt.Errorf("stage %s: store: %w", p, err)
+			return nil, nil, fmt.Errorf("stage %s: store: %w", p, err)
 		}
 		e := newEntry(p, h, mode, int64(len(b)), fi.ModTime())
 		entries[p] = &e
 		changes[p] = change{hash: h, mode: mode}
 	}
 	idx.update(entries)
-	if err := writeIndexFile(gitDir, idx); err != nil {
-		return nil, fmt.Errorf("write the git index: %w", err)
+	write := func() error {
+		b, err := writeIndexFile(gitDir, idx)
+		if err != nil {
+			return err
+		}
+		c.keepIndex(idx, b)
+		return nil
 	}
-	return changes, nil
+	return changes, write, nil
 }
 
 // readStaged reads the regular file p of dir; fs.ErrNotExist when it is

@@ -3,6 +3,7 @@ package vault
 import (
 	"bytes"
 	"crypto/sha1"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // gitRunner runs the git CLI in dir, skipping the test without it.
@@ -151,8 +153,9 @@ func FuzzParseIndex(f *testing.F) {
 	})
 }
 
-// TestLooseObject: an object written loose has the id git gives it, reads
-// back through go-git, is the owner's only, and is not written twice.
+// TestLooseObject: an object written loose has the id git gives it, has
+// no name until flushed, reads back through git, is the owner's only, and
+// is not written twice.
 func TestLooseObject(t *testing.T) {
 	dir := newRoot(t)
 	lw := &looseWriter{gitDir: filepath.Join(dir, ".git")}
@@ -165,16 +168,65 @@ func TestLooseObject(t *testing.T) {
 			t.Fatalf("id %s, want %s", h, want)
 		}
 		path := filepath.Join(dir, ".git", "objects", h.String()[:2], h.String()[2:])
+		if _, err := os.Stat(path); err == nil {
+			t.Fatal("the object is named before flush")
+		}
+		if err := lw.flush(); err != nil {
+			t.Fatal(err)
+		}
 		st, err := os.Stat(path)
 		if err != nil || st.Mode().Perm() != 0o400 {
 			t.Fatalf("object file: %v, %v", st, err)
 		}
-		if _, err := lw.put(plumbing.BlobObject, data); err != nil {
-			t.Fatalf("written again: %v", err)
+		if _, err := lw.put(plumbing.BlobObject, data); err != nil || len(lw.temps) != 0 {
+			t.Fatalf("written again: %v, %d files", err, len(lw.temps))
 		}
 		run := gitRunner(t, dir)
 		if got := run("cat-file", "-p", h.String()); got != string(data) {
 			t.Errorf("git reads %d bytes, want %d", len(got), len(data))
 		}
 	}
+}
+
+// TestLooseBatch: a writer given more objects than a batch names them as
+// it goes, so that a commit of thousands of files never holds thousands of
+// files open; a large tree, stored uncompressed, reads back through git.
+func TestLooseBatch(t *testing.T) {
+	dir := newRoot(t)
+	run := gitRunner(t, dir)
+	lw := &looseWriter{gitDir: filepath.Join(dir, ".git")}
+	var entries []object.TreeEntry
+	for i := range 3 * looseBatch {
+		h, err := lw.put(plumbing.BlobObject, fmt.Appendf(nil, "note %d\n", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lw.temps) >= looseBatch {
+			t.Fatalf("%d objects held", len(lw.temps))
+		}
+		entries = append(entries, object.TreeEntry{Name: fmt.Sprintf("n%04d.md", i), Mode: filemode.Regular, Hash: h})
+	}
+	for len(entries) < 1000 { // a tree over storedTreeSize
+		e := entries[len(entries)%(3*looseBatch)]
+		e.Name = fmt.Sprintf("n%04d.md", len(entries))
+		entries = append(entries, e)
+	}
+	data := encodeTree(entries)
+	if len(data) < storedTreeSize {
+		t.Fatalf("tree of %d bytes", len(data))
+	}
+	h, err := lw.put(plumbing.TreeObject, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lw.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := run("cat-file", "tree", h.String()); got != string(data) {
+		t.Errorf("git reads the tree as %d bytes, want %d", len(got), len(data))
+	}
+	if got := run("ls-tree", h.String()); !strings.Contains(got, "blob "+entries[999].Hash.String()+"\tn0999.md") {
+		t.Errorf("ls-tree: %.200s", got)
+	}
+	run("fsck", "--strict")
 }

@@ -174,7 +174,7 @@ func (v *Vault) CommitOwnerEdits(ctx context.Context) (res Result, malformed []e
 	fmt.Fprintf(&b, "\nAuthor: %s\n", AuthorOwner)
 	paths := append(slices.Clone(res.Paths), LedgerFile)
 	var cerr error
-	res.Commit, cerr = Commit(ctx, v.dir, paths, b.String(), AuthorOwner)
+	res.Commit, cerr = v.git.commit(ctx, v.dir, paths, b.String(), AuthorOwner)
 	now := v.now().UTC()
 	entries := make([]Entry, 0, len(edits))
 	for _, e := range edits {

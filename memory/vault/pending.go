@@ -133,7 +133,7 @@ func (v *Vault) settle(ctx context.Context, p *pending, message string) (string,
 			return "", err
 		}
 	}
-	commit, cerr := Commit(ctx, v.dir, p.Paths, message, p.Author)
+	commit, cerr := v.git.commit(ctx, v.dir, p.Paths, message, p.Author)
 	if v.crashed("ledger") {
 		return commit, errCrash
 	}

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,7 +38,11 @@ type config struct {
 	dir       string
 	jsonOut   string
 	inProcess bool
-	child     int // >0: run this one size and print its JSON
+	noReopen  bool
+	reuse     string // keep each size's index under here, and reuse one already there
+	child     int    // >0: run this one size and print its JSON
+	reopenDir string // with child: reopen this index and print the reopenResult
+	args      []string
 }
 
 func main() {
@@ -53,7 +58,10 @@ func main() {
 	flag.StringVar(&cfg.dir, "dir", "", "directory for the indexes (default the system's temporary directory)")
 	flag.StringVar(&cfg.jsonOut, "json", "", "also write the results as JSON to this file")
 	flag.BoolVar(&cfg.inProcess, "inprocess", false, "run every size in this process (peak RSS is then cumulative)")
+	flag.StringVar(&cfg.reuse, "reuse", "", "keep each size's index in this directory (<dir>/<size>) and, when one is there, only reopen it: compares two builds' open on one index")
+	flag.BoolVar(&cfg.noReopen, "noreopen", false, "skip reopening each index in a fresh process (open time, steady RSS)")
 	flag.IntVar(&cfg.child, "child", 0, "internal: run one size and print its result as JSON")
+	flag.StringVar(&cfg.reopenDir, "reopen", "", "internal: with -child, reopen the index in this directory")
 	verbose := flag.Bool("v", false, "log progress")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -89,6 +97,14 @@ func main() {
 // run measures every size of cfg, each in a child process given args (this
 // process's flags) plus -child, unless cfg.inProcess.
 func run(ctx context.Context, cfg config, args []string, stdout io.Writer, log *slog.Logger) error {
+	cfg.args = args
+	if cfg.child > 0 && cfg.reopenDir != "" {
+		res, err := reopen(ctx, cfg, cfg.reopenDir, cfg.child)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(stdout).Encode(res)
+	}
 	if cfg.child > 0 {
 		res, err := one(ctx, cfg, cfg.child, log)
 		if err != nil {
@@ -96,9 +112,9 @@ func run(ctx context.Context, cfg config, args []string, stdout io.Writer, log *
 		}
 		return json.NewEncoder(stdout).Encode(res)
 	}
-	var results []*recallbench.ScaleResult
+	var results []sizeResult
 	for _, n := range cfg.sizes {
-		var res *recallbench.ScaleResult
+		var res sizeResult
 		var err error
 		if cfg.inProcess {
 			res, err = one(ctx, cfg, n, log)
@@ -110,6 +126,10 @@ func run(ctx context.Context, cfg config, args []string, stdout io.Writer, log *
 		}
 		results = append(results, res)
 	}
+	scale := make([]*recallbench.ScaleResult, len(results))
+	for i, r := range results {
+		scale[i] = r.ScaleResult
+	}
 	if cfg.jsonOut != "" {
 		b, err := json.MarshalIndent(results, "", "  ")
 		if err != nil {
@@ -119,15 +139,19 @@ func run(ctx context.Context, cfg config, args []string, stdout io.Writer, log *
 			return fmt.Errorf("write json: %w", err)
 		}
 	}
-	return recallbench.WriteScaleMarkdown(stdout, results)
+	if err := recallbench.WriteScaleMarkdown(stdout, scale); err != nil {
+		return err
+	}
+	writeReopenMarkdown(stdout, results)
+	return nil
 }
 
 // inChild runs one size in a new process of this binary, with args and
 // -child set.
-func inChild(ctx context.Context, n int, args []string) (*recallbench.ScaleResult, error) {
+func inChild(ctx context.Context, n int, args []string) (sizeResult, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("re-exec: %w", err)
+		return sizeResult{}, fmt.Errorf("re-exec: %w", err)
 	}
 	args = append([]string{"-child", strconv.Itoa(n)}, args...)
 	cmd := exec.CommandContext(ctx, exe, args...)
@@ -135,17 +159,52 @@ func inChild(ctx context.Context, n int, args []string) (*recallbench.ScaleResul
 	cmd.Stdout = &out
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("child: %w", err)
+		return sizeResult{}, fmt.Errorf("child: %w", err)
 	}
-	var res recallbench.ScaleResult
+	var res sizeResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return nil, fmt.Errorf("child output: %w", err)
+		return sizeResult{}, fmt.Errorf("child output: %w", err)
 	}
-	return &res, nil
+	return res, nil
 }
 
-// one indexes and times one journal size in this process.
-func one(ctx context.Context, cfg config, n int, log *slog.Logger) (*recallbench.ScaleResult, error) {
+// one indexes and times one journal size in this process, then reopens
+// the index (in a fresh process unless cfg.inProcess).
+func one(ctx context.Context, cfg config, n int, log *slog.Logger) (sizeResult, error) {
+	var res sizeResult
+	var dir string
+	var err error
+	if cfg.reuse != "" {
+		dir = filepath.Join(cfg.reuse, strconv.Itoa(n))
+		if _, err := os.Stat(filepath.Join(dir, "recall.idx")); err == nil {
+			// Reuse: only the reopen is measured.
+			res.ScaleResult = &recallbench.ScaleResult{Turns: n, K: cfg.k, Queries: cfg.queries}
+		} else if err := os.MkdirAll(dir, 0o700); err != nil {
+			return res, err
+		}
+	} else {
+		if dir, err = os.MkdirTemp(cfg.dir, "recallscale-*"); err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(dir)
+	}
+	if res.ScaleResult == nil {
+		if res.ScaleResult, err = build(ctx, cfg, n, dir, log); err != nil {
+			return res, err
+		}
+	}
+	switch {
+	case cfg.noReopen:
+	case cfg.inProcess:
+		res.Reopen, err = reopen(ctx, cfg, dir, n)
+	default:
+		res.Reopen, err = reopenChild(ctx, dir, n, cfg.args)
+	}
+	return res, err
+}
+
+// build indexes and times one journal size in dir.
+func build(ctx context.Context, cfg config, n int, dir string, log *slog.Logger) (*recallbench.ScaleResult, error) {
 	vecPath := cfg.vectors
 	if vecPath == "" {
 		vecPath = backend.DefaultVectors(backend.RepoRoot())
@@ -159,11 +218,6 @@ func one(ctx context.Context, cfg config, n int, log *slog.Logger) (*recallbench
 		fmt.Fprintf(os.Stderr, "scale: %s\n", note)
 		modes = []string{recallbench.ModeLexical}
 	}
-	dir, err := os.MkdirTemp(cfg.dir, "recallscale-*")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
 	return recallbench.RunScale(ctx, b, dir, recallbench.ScaleOptions{
 		Turns:   n,
 		Queries: cfg.queries,

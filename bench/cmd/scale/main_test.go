@@ -42,7 +42,7 @@ func TestRunChildren(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rs []recallbench.ScaleResult
+	var rs []sizeResult
 	if err := json.Unmarshal(b, &rs); err != nil {
 		t.Fatalf("JSON output: %v", err)
 	}
@@ -53,6 +53,13 @@ func TestRunChildren(t *testing.T) {
 		if r.PeakRSS <= 0 || r.Bytes <= 0 || len(r.Latency) != 1 || r.Latency[0].Mode != recallbench.ModeLexical {
 			t.Errorf("%d turns: %+v", r.Turns, r)
 		}
+		// The reopen ran in its own process and measured the open.
+		if o := r.Reopen; o == nil || o.Open <= 0 || o.OpenRSS <= 0 || o.SteadyRSS <= 0 || len(o.Latency) != 1 || o.Latency[0].P95 <= 0 {
+			t.Errorf("%d turns: reopen %+v", r.Turns, o)
+		}
+	}
+	if !strings.Contains(out, "Reopened in a fresh process") {
+		t.Errorf("no reopen table:\n%s", out)
 	}
 	// Each child removed its index.
 	if left, _ := filepath.Glob(filepath.Join(tmp, "recallscale-*")); len(left) != 0 {
@@ -67,7 +74,58 @@ func TestRunInProcess(t *testing.T) {
 	if err := run(context.Background(), cfg, nil, &stdout, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if !strings.Contains(stdout.String(), "| 300 |") {
+	if !strings.Contains(stdout.String(), "| 300 |") || !strings.Contains(stdout.String(), "Reopened") {
 		t.Errorf("table lacks the 300-turn row:\n%s", stdout.String())
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	const status = "Name:\tscale\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n"
+	for _, tc := range []struct {
+		field string
+		want  int64
+		ok    bool
+	}{
+		{"VmRSS", 1 << 20, true},
+		{"VmHWM", 2 << 20, true},
+		{"VmSwap", 0, false},
+	} {
+		got, err := parseStatus(strings.NewReader(status), tc.field)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("%s: %d, %v; want %d (ok %v)", tc.field, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestRunReuse keeps the index of a size and, run again, only reopens it.
+func TestRunReuse(t *testing.T) {
+	tmp := t.TempDir()
+	reuse := filepath.Join(tmp, "keep")
+	cfg := config{sizes: []int{250}, queries: 10, k: 5, vectors: filepath.Join(tmp, "none.bin"), dir: tmp, inProcess: true, reuse: reuse}
+	var rs [2][]byte
+	for i := range rs {
+		cfg.jsonOut = filepath.Join(tmp, "out.json")
+		var stdout bytes.Buffer
+		if err := run(context.Background(), cfg, nil, &stdout, slog.New(slog.DiscardHandler)); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		b, err := os.ReadFile(cfg.jsonOut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs[i] = b
+	}
+	if _, err := os.Stat(filepath.Join(reuse, "250", "recall.idx")); err != nil {
+		t.Fatalf("index not kept: %v", err)
+	}
+	for i, b := range rs {
+		var got []sizeResult
+		if err := json.Unmarshal(b, &got); err != nil || len(got) != 1 {
+			t.Fatalf("run %d: %v %s", i, err, b)
+		}
+		built := got[0].IndexTime > 0
+		if built != (i == 0) || got[0].Reopen == nil || got[0].Reopen.Open <= 0 {
+			t.Errorf("run %d: built %v, reopen %+v", i, built, got[0].Reopen)
+		}
 	}
 }

@@ -81,6 +81,10 @@ type (
 		System    json.RawMessage `json:"system"`
 		Tools     []anthTool      `json:"tools"`
 		Stream    bool            `json:"stream"`
+		// OutputConfig carries structured output as output_config.format.
+		OutputConfig *struct {
+			Format json.RawMessage `json:"format"`
+		} `json:"output_config"`
 	}
 	anthMessage struct {
 		Role    string          `json:"role"`
@@ -224,6 +228,11 @@ func (s *AnthropicServer) record(r *http.Request, req *anthRequest, ok bool, par
 		rec.Stream = req.Stream
 		rec.Messages = parsed.messages
 		rec.Tools = parsed.tools
+		if req.OutputConfig != nil {
+			if rec.Output = outputSchema(req.OutputConfig.Format); rec.Output != nil {
+				rec.Output.Strict = true // Anthropic's are always strict
+			}
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

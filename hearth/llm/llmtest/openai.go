@@ -69,6 +69,8 @@ type wireRequest struct {
 	Stream        bool           `json:"stream"`
 	StreamOptions *streamOptions `json:"stream_options"`
 	N             *int           `json:"n"`
+	// ResponseFormat is structured output: {type, json_schema:{...}}.
+	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
 // wireTool is a declared tool: {type:"function",function:{...}}.
@@ -191,6 +193,7 @@ func (s *Server) record(r *http.Request, req *wireRequest, ok bool) {
 		}
 		rec.Stream = req.Stream
 		rec.IncludeUsage = req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+		rec.Output = outputSchema(req.ResponseFormat)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

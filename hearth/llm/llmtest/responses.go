@@ -90,6 +90,10 @@ type (
 		PreviousResponseID *string           `json:"previous_response_id"`
 		Store              *bool             `json:"store"`
 		Stream             bool              `json:"stream"`
+		// Text carries structured output as text.format.
+		Text *struct {
+			Format json.RawMessage `json:"format"`
+		} `json:"text"`
 	}
 	responsesInputItem struct {
 		Type      string          `json:"type"`
@@ -306,6 +310,9 @@ func (s *ResponsesServer) record(r *http.Request, req *responsesRequest, ok bool
 		}
 		if req.Store != nil {
 			rec.Store = new(*req.Store)
+		}
+		if req.Text != nil {
+			rec.Output = outputSchema(req.Text.Format)
 		}
 	}
 	s.mu.Lock()

@@ -96,6 +96,42 @@ type RecordedRequest struct {
 	PreviousResponseID string
 	Store              *bool
 	Header             http.Header // without Authorization and x-api-key
+	// Output is the structured output the request asked for, nil when
+	// none: OpenAI response_format, Responses text.format, Anthropic
+	// output_config.format, each of type json_schema.
+	Output *OutputSchema
+}
+
+// OutputSchema is a requested structured output, normalised: Type is
+// the wire's format type ("json_schema"); Anthropic sends no Name and is
+// always Strict.
+type OutputSchema struct {
+	Type   string
+	Name   string
+	Schema json.RawMessage
+	Strict bool
+}
+
+// wireFormat is a JSON schema format as the three protocols spell it.
+type wireFormat struct {
+	Type       string          `json:"type"`
+	Name       string          `json:"name"`
+	Schema     json.RawMessage `json:"schema"`
+	Strict     bool            `json:"strict"`
+	JSONSchema *wireFormat     `json:"json_schema"` // OpenAI chat nests it
+}
+
+// outputSchema normalises a format; nil when raw is absent or not one.
+func outputSchema(raw json.RawMessage) *OutputSchema {
+	var f wireFormat
+	if len(raw) == 0 || json.Unmarshal(raw, &f) != nil || f.Type == "" {
+		return nil
+	}
+	o := &OutputSchema{Type: f.Type, Name: f.Name, Schema: slices.Clone(f.Schema), Strict: f.Strict}
+	if f.JSONSchema != nil {
+		o.Name, o.Schema, o.Strict = f.JSONSchema.Name, slices.Clone(f.JSONSchema.Schema), f.JSONSchema.Strict
+	}
+	return o
 }
 
 // Tool is a function tool as a request declared it.
@@ -155,6 +191,11 @@ func (r RecordedRequest) clone() RecordedRequest {
 		r.Store = &store
 	}
 	r.Header = r.Header.Clone()
+	if r.Output != nil {
+		o := *r.Output
+		o.Schema = slices.Clone(o.Schema)
+		r.Output = &o
+	}
 	return r
 }
 

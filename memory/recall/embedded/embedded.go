@@ -11,6 +11,7 @@ package embedded
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,10 @@ type Options struct {
 	// SyncEvery is how many records may be written between fsyncs;
 	// 0 means 1024. Flush and Close always sync.
 	SyncEvery int
+	// SnapshotEvery is how many records may be written after the last
+	// snapshot before the next is taken (at least half the live
+	// documents); 0 means 65,536, negative only at Close.
+	SnapshotEvery int
 }
 
 // ErrClosed is returned by every method of a closed Index.
@@ -51,6 +56,7 @@ var ErrClosed = errors.New("embedded: index is closed")
 // queries run in parallel with each other, writes one at a time.
 type Index struct {
 	path      string
+	snapPath  string
 	dim       int
 	log       *slog.Logger
 	syncEvery int
@@ -70,6 +76,13 @@ type Index struct {
 	werr     error // a failed write: the file no longer matches memory
 	closed   bool
 	enc      []byte // encoding scratch
+
+	lastOff   uint64 // offset of the last record in the file
+	sinceSnap int    // records in the file after the last snapshot
+	snapEvery int
+	// snapHook, when set (by tests), runs at each stage of writing a
+	// snapshot; an error stops the write there, as a crash would.
+	snapHook func(stage string) error
 }
 
 // Open opens the index in dir, creating dir (0700) and an empty index
@@ -89,6 +102,9 @@ func Open(dir string, opts Options) (*Index, error) {
 	if opts.SyncEvery <= 0 {
 		opts.SyncEvery = 1024
 	}
+	if opts.SnapshotEvery == 0 {
+		opts.SnapshotEvery = 1 << 16
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded: %w", err)
 	}
@@ -97,11 +113,15 @@ func Open(dir string, opts Options) (*Index, error) {
 		dim:        opts.Dim,
 		log:        opts.Log,
 		syncEvery:  opts.SyncEvery,
+		snapEvery:  opts.SnapshotEvery,
 		compactMin: 1 << 20,
 	}
+	ix.snapPath = filepath.Join(dir, SnapName)
 	ix.scratch.New = func() any { return new(scratch) }
-	if err := os.Remove(ix.path + ".tmp"); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("embedded: %w", err)
+	for _, tmp := range []string{ix.path + ".tmp", ix.snapPath + ".tmp"} {
+		if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("embedded: %w", err)
+		}
 	}
 	f, err := os.OpenFile(ix.path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -147,7 +167,8 @@ func (ix *Index) create() error {
 	if err != nil {
 		return err
 	}
-	ix.start(f, headerSize, newState(ix.dim))
+	ix.start(f, headerSize, ix.newState())
+	ix.lastOff, ix.sinceSnap = 0, 0
 	return nil
 }
 
@@ -178,6 +199,15 @@ func (ix *Index) writeFile(fill func(*bufio.Writer) (int64, error)) (*os.File, e
 	if err != nil {
 		return fail(err)
 	}
+	// The snapshot describes the old file: it goes first, so that a crash
+	// never leaves it beside the new one.
+	if err := os.Remove(ix.snapPath); err == nil {
+		if err := syncDir(filepath.Dir(ix.path)); err != nil {
+			return fail(err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fail(err)
+	}
 	if err := os.Rename(tmp, ix.path); err != nil {
 		return fail(err)
 	}
@@ -197,6 +227,9 @@ func syncDir(dir string) error {
 }
 
 func (ix *Index) start(f *os.File, size int64, st *state) {
+	if ix.st != nil && ix.st != st && ix.st.release != nil {
+		ix.st.release()
+	}
 	ix.f = f
 	ix.w = bufio.NewWriterSize(f, 256<<10)
 	ix.size = size
@@ -204,16 +237,16 @@ func (ix *Index) start(f *os.File, size int64, st *state) {
 	ix.unsynced = 0
 }
 
-// load replays the file into memory.
+// load loads the snapshot, if there is one that matches the file, and
+// replays the records after it (every record, without one).
 func (ix *Index) load(f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
 	}
 	total := fi.Size()
-	r := bufio.NewReaderSize(f, 1<<20)
 	var h [headerSize]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
+	if _, err := f.ReadAt(h[:], 0); err != nil {
 		return fmt.Errorf("read header: %v: %w", err, ErrCorrupt)
 	}
 	dim, err := decodeHeader(h[:])
@@ -223,12 +256,34 @@ func (ix *Index) load(f *os.File) error {
 	if dim != ix.dim {
 		return fmt.Errorf("file holds %d-dim vectors, want %d: %w", dim, ix.dim, recall.ErrDimension)
 	}
-	st := newState(dim)
-	off := int64(headerSize)
+	ix.f = f // replacing a document reads its record back
+	st, off := ix.loadSnapshot(f, total)
+	if st == nil {
+		st, off = ix.newState(), headerSize
+	}
+	ix.st = st // released by start, or below on failure
+	if err := ix.replay(f, st, off, total); err != nil {
+		if st.release != nil {
+			st.release()
+		}
+		ix.st = nil
+		return err
+	}
+	return nil
+}
+
+// replay applies the records of f from off to its end to st and starts
+// the index on it.
+func (ix *Index) replay(f *os.File, st *state, off, total int64) error {
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
 	var (
 		buf []byte
 		p   prepared
 		n   int64
+		err error
 	)
 	for {
 		buf, n, err = readRecord(r, total-off, buf)
@@ -245,10 +300,14 @@ func (ix *Index) load(f *os.File) error {
 		if err != nil {
 			return fmt.Errorf("record at offset %d: %w", off, err)
 		}
-		if err := decodePayload(buf, dim, &p.rec, &p.q); err != nil {
+		if err := decodePayload(buf, ix.dim, &p.rec, &p.q); err != nil {
 			return fmt.Errorf("record at offset %d: %w", off, err)
 		}
-		ix.apply(st, &p, uint32(n))
+		if _, err := ix.apply(st, &p, uint64(off), uint32(n)); err != nil {
+			return fmt.Errorf("record at offset %d: %w", off, err)
+		}
+		ix.lastOff = uint64(off)
+		ix.sinceSnap++
 		off += n
 	}
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
@@ -258,19 +317,171 @@ func (ix *Index) load(f *os.File) error {
 	return nil
 }
 
-// apply applies a decoded record to st and returns the garbage it makes.
-func (ix *Index) apply(st *state, p *prepared, size uint32) int64 {
+// loadSnapshot loads the snapshot when there is one that matches f (of
+// total bytes) and returns it with the offset of the first record it does
+// not hold. Without one it returns nil; a snapshot that does not check
+// out is removed (the file is replayed instead).
+func (ix *Index) loadSnapshot(f *os.File, total int64) (*state, int64) {
+	sf, err := os.Open(ix.snapPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0
+	}
+	discard := func(err error) (*state, int64) {
+		ix.log.Warn("recall index: snapshot unusable, replaying the index file", "path", ix.snapPath, "err", err)
+		if err := os.Remove(ix.snapPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			ix.log.Warn("recall index: remove snapshot", "path", ix.snapPath, "err", err)
+		}
+		return nil, 0
+	}
+	if err != nil {
+		return discard(err)
+	}
+	defer sf.Close()
+	fi, err := sf.Stat()
+	if err != nil {
+		return discard(err)
+	}
+	b, drop, release, err := mapFile(sf, fi.Size())
+	if err != nil {
+		return discard(err)
+	}
+	st, h, err := decodeSnapshot(b, ix.dim)
+	if err == nil {
+		err = matchFile(f, total, h)
+	}
+	if err != nil {
+		release()
+		return discard(err)
+	}
+	drop()
+	st.read = ix.readRecord
+	st.release = release
+	ix.lastOff = h.lastOff
+	return st, int64(h.covers)
+}
+
+// matchFile checks that a snapshot with header h was taken of f: f is at
+// least as long as what it covers, and the last record before that is
+// the one it names.
+func matchFile(f *os.File, total int64, h snapHead) error {
+	if h.covers > uint64(total) || h.covers < headerSize {
+		return fmt.Errorf("snapshot covers %d bytes of a file of %d: %w", h.covers, total, ErrCorrupt)
+	}
+	if h.covers == headerSize {
+		return nil
+	}
+	if h.lastOff < headerSize || h.lastOff > h.covers-recHeader {
+		return fmt.Errorf("snapshot's last record at %d: %w", h.lastOff, ErrCorrupt)
+	}
+	var fr [recHeader]byte
+	if _, err := f.ReadAt(fr[:], int64(h.lastOff)); err != nil {
+		return err
+	}
+	if fr != h.lastFrame || h.lastOff+recHeader+uint64(binary.LittleEndian.Uint32(fr[:])) != h.covers {
+		return fmt.Errorf("snapshot is of another index file: %w", ErrCorrupt)
+	}
+	return nil
+}
+
+// snapshotLocked syncs the file and writes a snapshot of the index
+// through a temporary file, synced and renamed over the last one.
+func (ix *Index) snapshotLocked() error {
+	if err := ix.syncLocked(); err != nil {
+		return err
+	}
+	h := snapHead{covers: uint64(ix.size), lastOff: ix.lastOff}
+	if ix.size > headerSize {
+		if _, err := ix.f.ReadAt(h.lastFrame[:], int64(ix.lastOff)); err != nil {
+			return fmt.Errorf("embedded: snapshot: %w", err)
+		}
+	}
+	hook := func(stage string) error {
+		if ix.snapHook == nil {
+			return nil
+		}
+		return ix.snapHook(stage)
+	}
+	tmp := ix.snapPath + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("embedded: snapshot: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = writeSnapshot(w, ix.st, h)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = hook("synced")
+	}
+	if err == nil {
+		err = os.Rename(tmp, ix.snapPath)
+	}
+	if err == nil {
+		err = hook("renamed")
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(ix.snapPath))
+	}
+	if err != nil {
+		return fmt.Errorf("embedded: snapshot %s: %w", ix.snapPath, err)
+	}
+	ix.sinceSnap = 0
+	return nil
+}
+
+// apply applies a decoded record, found at off in the file, to st and
+// returns the garbage it makes.
+func (ix *Index) apply(st *state, p *prepared, off uint64, size uint32) (int64, error) {
 	switch p.rec.typ {
 	case recUpsert:
 		p.tokenize()
-		return st.put(p, size)
+		return st.put(p, off, size)
 	case recDelete:
-		g, _ := st.remove(p.rec.id)
-		return g + int64(size)
+		g, err := st.remove(p.rec.id)
+		return g + int64(size), err
 	case recMeta:
-		return st.setMeta(p.rec.id, p.rec.text, size)
+		return st.setMeta(p.rec.id, p.rec.text, size), nil
 	}
-	return 0
+	return 0, nil
+}
+
+// newState returns an empty state reading its records from ix's file.
+func (ix *Index) newState() *state {
+	st := newState(ix.dim)
+	st.read = ix.readRecord
+	return st
+}
+
+// readRecord reads the record of n bytes at off from the index file and
+// checks its checksums. It returns a new buffer holding the payload. The
+// caller holds ix.mu; records still in the write buffer are flushed first
+// when it holds it for writing (a reader never finds any: every write
+// call ends with a flush, and one that failed set werr).
+func (ix *Index) readRecord(off uint64, n uint32) ([]byte, error) {
+	if ix.w != nil && ix.w.Buffered() > 0 && int64(off)+int64(n) > ix.size-int64(ix.w.Buffered()) {
+		if ix.werr != nil {
+			return nil, ix.werr
+		}
+		if err := ix.w.Flush(); err != nil {
+			ix.werr = fmt.Errorf("embedded: write %s: %w", ix.path, err)
+			return nil, ix.werr
+		}
+	}
+	if n < recHeader {
+		return nil, fmt.Errorf("record of %d bytes at offset %d: %w", n, off, ErrCorrupt)
+	}
+	buf := make([]byte, n)
+	if _, err := ix.f.ReadAt(buf, int64(off)); err != nil {
+		return nil, fmt.Errorf("embedded: read %s at %d: %w", ix.path, off, err)
+	}
+	return checkRecord(buf)
 }
 
 // indexTokens appends the lexical terms of a document's text and context:
@@ -286,19 +497,23 @@ func (p *prepared) tokenize() {
 	p.terms, p.tfs = termFreqs(toks, p.tfs)
 }
 
-// writeLocked appends a record to the file.
-func (ix *Index) writeLocked(payload []byte) (uint32, error) {
+// writeLocked appends a record to the file and returns where it starts
+// and its size.
+func (ix *Index) writeLocked(payload []byte) (uint64, uint32, error) {
 	if ix.werr != nil {
-		return 0, ix.werr
+		return 0, 0, ix.werr
 	}
+	off := uint64(ix.size)
 	ix.enc = appendRecord(ix.enc[:0], payload)
 	if _, err := ix.w.Write(ix.enc); err != nil {
 		ix.werr = fmt.Errorf("embedded: write %s: %w", ix.path, err)
-		return 0, ix.werr
+		return 0, 0, ix.werr
 	}
 	ix.size += int64(len(ix.enc))
 	ix.unsynced++
-	return uint32(len(ix.enc)), nil
+	ix.lastOff = off
+	ix.sinceSnap++
+	return off, uint32(len(ix.enc)), nil
 }
 
 // commitLocked hands what was written to the OS, syncs when due, and
@@ -325,6 +540,12 @@ func (ix *Index) commitLocked() error {
 			ix.compactMin = 2 * ix.size
 		}
 	}
+	if ix.snapEvery > 0 && ix.sinceSnap >= max(ix.snapEvery, ix.st.live/2) {
+		if err := ix.snapshotLocked(); err != nil {
+			ix.log.Warn("recall index: snapshot failed", "path", ix.snapPath, "err", err)
+			ix.sinceSnap = 0 // try again after as many records
+		}
+	}
 	return nil
 }
 
@@ -332,37 +553,49 @@ func (ix *Index) commitLocked() error {
 // in-memory index, renumbering slots densely.
 func (ix *Index) compactLocked() error {
 	old := ix.st
-	st := newState(ix.dim)
+	st := ix.newState() // reads from ix.f, the new file once started
 	var p prepared
 	var q quantized
+	var lastOff uint64
+	records := 0
 	f, err := ix.writeFile(func(w *bufio.Writer) (int64, error) {
 		size := int64(headerSize)
 		if _, err := w.Write(encodeHeader(ix.dim)); err != nil {
 			return 0, err
 		}
 		var enc, payload []byte
-		write := func() (uint32, error) {
+		write := func() (uint64, uint32, error) {
+			off := size
+			lastOff = uint64(off)
+			records++
 			enc = appendRecord(enc[:0], payload)
 			_, err := w.Write(enc)
 			size += int64(len(enc))
-			return uint32(len(enc)), err
+			return uint64(off), uint32(len(enc)), err
 		}
 		for s := range old.slots {
 			if old.attrs[s].dead {
 				continue
 			}
-			p.rec = old.record(uint32(s), &q)
+			r, err := old.record(uint32(s), &q)
+			if err != nil {
+				return 0, err
+			}
+			p.rec = r
 			payload = encodeUpsert(payload[:0], &p.rec)
-			n, err := write()
+			off, n, err := write()
 			if err != nil {
 				return 0, err
 			}
 			p.tokenize()
-			st.put(&p, n)
+			// Ids are unique among live slots: put reads nothing back.
+			if _, err := st.put(&p, off, n); err != nil {
+				return 0, err
+			}
 		}
 		for k, m := range old.meta {
 			payload = encodeMeta(payload[:0], k, m.value)
-			n, err := write()
+			_, n, err := write()
 			if err != nil {
 				return 0, err
 			}
@@ -380,6 +613,7 @@ func (ix *Index) compactLocked() error {
 	}
 	ix.f.Close()
 	ix.start(f, size, st)
+	ix.lastOff, ix.sinceSnap = lastOff, records
 	return nil
 }
 
@@ -436,11 +670,15 @@ func (ix *Index) Upsert(ctx context.Context, docs []recall.Doc, vecs [][]float32
 	var payload []byte
 	for i := range ps {
 		payload = encodeUpsert(payload[:0], &ps[i].rec)
-		n, err := ix.writeLocked(payload)
+		off, n, err := ix.writeLocked(payload)
 		if err != nil {
 			return err
 		}
-		ix.st.put(&ps[i], n)
+		if _, err := ix.st.put(&ps[i], off, n); err != nil {
+			// The file holds a record that memory does not.
+			ix.werr = fmt.Errorf("embedded: upsert %q: %w", ps[i].rec.id, err)
+			return ix.werr
+		}
 	}
 	return ix.commitLocked()
 }
@@ -458,10 +696,13 @@ func (ix *Index) Delete(ctx context.Context, ids []string) error {
 			continue
 		}
 		payload = encodeDelete(payload[:0], id)
-		if _, err := ix.writeLocked(payload); err != nil {
+		if _, _, err := ix.writeLocked(payload); err != nil {
 			return err
 		}
-		ix.st.remove(id)
+		if _, err := ix.st.remove(id); err != nil {
+			ix.werr = fmt.Errorf("embedded: delete %q: %w", id, err)
+			return ix.werr
+		}
 	}
 	return ix.commitLocked()
 }
@@ -543,7 +784,11 @@ func (ix *Index) Docs(ctx context.Context, ids []string) ([]recall.Doc, error) {
 	var out []recall.Doc
 	for _, id := range ids {
 		if s, ok := ix.st.lookup(id); ok {
-			out = append(out, ix.st.doc(s))
+			d, err := ix.st.doc(s)
+			if err != nil {
+				return nil, fmt.Errorf("embedded: docs: %w", err)
+			}
+			out = append(out, d)
 		}
 	}
 	return out, nil
@@ -598,7 +843,7 @@ func (ix *Index) SetMeta(ctx context.Context, key, value string) error {
 	if err := ix.checkLocked(); err != nil {
 		return err
 	}
-	n, err := ix.writeLocked(encodeMeta(nil, key, value))
+	_, n, err := ix.writeLocked(encodeMeta(nil, key, value))
 	if err != nil {
 		return err
 	}
@@ -655,8 +900,17 @@ func (ix *Index) Close() error {
 	}
 	ix.closed = true
 	err := ix.syncLocked()
+	if err == nil && ix.sinceSnap > 0 {
+		// The next Open loads this instead of replaying the file.
+		if serr := ix.snapshotLocked(); serr != nil {
+			ix.log.Warn("recall index: snapshot failed", "path", ix.snapPath, "err", serr)
+		}
+	}
 	if cerr := ix.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("embedded: close %s: %w", ix.path, cerr)
+	}
+	if ix.st.release != nil {
+		ix.st.release()
 	}
 	ix.st = nil
 	return err

@@ -269,11 +269,11 @@ func TestParallelLexical(t *testing.T) {
 // TestIDHashCollision forces two ids onto one hash to exercise the
 // overflow map.
 func TestIDHashCollision(t *testing.T) {
-	st := newState(0)
+	st, log := newMemState(0)
 	put := func(id, text string) {
 		p := prepared{rec: record{typ: recUpsert, id: id, text: text}}
 		p.tokenize()
-		st.put(&p, 0)
+		log.put(t, st, &p)
 	}
 	put("a", "alpha")
 	sa, _ := st.lookup("a")
@@ -285,11 +285,12 @@ func TestIDHashCollision(t *testing.T) {
 		t.Fatalf("lookup(b) = %d, %v; over = %v; want b in the overflow map", sb, ok, st.ids.over)
 	}
 	put("b", "beta replaced")
-	if s, _ := st.lookup("b"); string(st.text(s)) != "beta replaced" || st.live != 2 {
-		t.Errorf("after replacing b: text %q, live %d", st.text(s), st.live)
+	s, _ := st.lookup("b")
+	if d, err := st.doc(s); err != nil || d.Text != "beta replaced" || st.live != 2 {
+		t.Errorf("after replacing b: doc %+v, %v, live %d", d, err, st.live)
 	}
-	if _, ok := st.remove("b"); !ok {
-		t.Fatal("remove(b) found nothing")
+	if _, err := st.remove("b"); err != nil || st.live != 1 {
+		t.Fatalf("remove(b): %v, live %d", err, st.live)
 	}
 	if _, ok := st.lookup("b"); ok {
 		t.Error("b still found after remove")

@@ -317,3 +317,23 @@ func unsafeString(b []byte) string {
 	}
 	return unsafe.String(&b[0], len(b))
 }
+
+// checkRecord checks a whole framed record read back from the file (its
+// length and both checksums) and returns its payload.
+func checkRecord(b []byte) ([]byte, error) {
+	if len(b) < recHeader {
+		return nil, fmt.Errorf("record of %d bytes: %w", len(b), ErrCorrupt)
+	}
+	n := binary.LittleEndian.Uint32(b[0:])
+	if got, want := binary.LittleEndian.Uint32(b[4:]), crc32.Checksum(b[0:4], castagnoli); got != want {
+		return nil, fmt.Errorf("record length crc %#x, want %#x: %w", got, want, ErrCorrupt)
+	}
+	if int64(n) != int64(len(b)-recHeader) {
+		return nil, fmt.Errorf("record length %d, want %d: %w", n, len(b)-recHeader, ErrCorrupt)
+	}
+	p := b[recHeader:]
+	if got, want := binary.LittleEndian.Uint32(b[8:]), crc32.Checksum(p, castagnoli); got != want {
+		return nil, fmt.Errorf("record crc %#x, want %#x: %w", got, want, ErrCorrupt)
+	}
+	return p, nil
+}

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"fmt"
 	"hash/maphash"
 	"math"
 	"slices"
@@ -14,8 +15,8 @@ import (
 // in insertion order); a replaced or deleted document's slot is marked
 // dead and skipped until compaction renumbers the live ones. Per slot the
 // index keeps an attr (the filter columns, 32 bytes) and a slot (where its
-// id, text and context sit in the arena, 40 bytes); strings that repeat (kind, role,
-// mode, channel, session) are interned. Postings are per term, as sorted
+// id sits in the arena and its record in the file, 40 bytes); strings that
+// repeat (kind, role, mode, channel, session) are interned. Postings are per term, as sorted
 // slot numbers with a parallel term-frequency byte.
 
 // attr holds what filters and BM25 read per slot.
@@ -28,12 +29,14 @@ type attr struct {
 	dead    bool
 }
 
-// slot holds the rest of a document.
+// slot holds the rest of a document. Its text and context stay in the
+// file: they are read back (and their checksum checked) for the few
+// documents a caller asks for, so that an index of a million turns does
+// not hold every word of them in memory.
 type slot struct {
-	off      uint64 // arena offset of the id, followed by the text and context
+	rec      uint64 // file offset of its record
+	off      uint64 // arena offset of the id
 	idLen    uint32
-	textLen  uint32
-	ctxLen   uint32 // the context follows the text
 	mode     uint32
 	channel  uint32
 	salience float32
@@ -48,15 +51,15 @@ type postings struct {
 	live  uint32   // live slots among them: the document frequency
 }
 
-// arena stores ids and texts in large chunks, so that a million documents
+// arena stores ids in large chunks, so that a million documents
 // are a few hundred allocations rather than two million strings for the
 // garbage collector to trace.
 type arena struct{ chunks [][]byte }
 
 const chunkSize = 1 << 20
 
-func (a *arena) add(id, text, ctx string) uint64 {
-	n := len(id) + len(text) + len(ctx)
+func (a *arena) add(id string) uint64 {
+	n := len(id)
 	last := len(a.chunks) - 1
 	if last < 0 || cap(a.chunks[last])-len(a.chunks[last]) < n {
 		a.chunks = append(a.chunks, make([]byte, 0, max(chunkSize, n)))
@@ -64,9 +67,7 @@ func (a *arena) add(id, text, ctx string) uint64 {
 	}
 	c := a.chunks[last]
 	off := uint64(last)<<32 | uint64(len(c))
-	c = append(c, id...)
-	c = append(c, text...)
-	a.chunks[last] = append(c, ctx...)
+	a.chunks[last] = append(c, id...)
 	return off
 }
 
@@ -137,6 +138,12 @@ type state struct {
 	posts []postings
 	vecs  slab
 	meta  map[string]metaVal
+	// read returns the record of n bytes at off in the index file,
+	// checksum checked.
+	read func(off uint64, n uint32) ([]byte, error)
+	// release frees what the state was loaded from (a snapshot's
+	// mapping, which its postings may point into); nil when nothing.
+	release func()
 
 	live      int    // live documents
 	totalDL   uint64 // Σ dl over live documents
@@ -161,14 +168,22 @@ func (st *state) id(s uint32) []byte {
 	return st.arena.bytes(sl.off, sl.idLen)
 }
 
-func (st *state) text(s uint32) []byte {
+// upsert reads back slot s's record from the file. Its strings point into
+// a new buffer of their own.
+func (st *state) upsert(s uint32, q *quantized) (record, error) {
 	sl := &st.slots[s]
-	return st.arena.bytes(sl.off+uint64(sl.idLen), sl.textLen)
-}
-
-func (st *state) context(s uint32) []byte {
-	sl := &st.slots[s]
-	return st.arena.bytes(sl.off+uint64(sl.idLen)+uint64(sl.textLen), sl.ctxLen)
+	b, err := st.read(sl.rec, sl.recSize)
+	if err != nil {
+		return record{}, err
+	}
+	var r record
+	if err := decodePayload(b, st.dim, &r, q); err != nil {
+		return record{}, fmt.Errorf("record at offset %d: %w", sl.rec, err)
+	}
+	if r.typ != recUpsert || r.id != string(st.id(s)) {
+		return record{}, fmt.Errorf("record at offset %d is not the upsert of %q: %w", sl.rec, st.id(s), ErrCorrupt)
+	}
+	return r, nil
 }
 
 func (st *state) lookup(id string) (uint32, bool) {
@@ -236,12 +251,15 @@ type prepared struct {
 	dl    int
 }
 
-// put applies an upsert, replacing any document with the same id, and
-// returns the garbage it made in the file (the replaced record).
-func (st *state) put(p *prepared, recSize uint32) (garbage int64) {
+// put applies an upsert whose record of recSize bytes sits at off in the
+// file, replacing any document with the same id, and returns the garbage
+// it made in the file (the replaced record).
+func (st *state) put(p *prepared, off uint64, recSize uint32) (garbage int64, err error) {
 	r := &p.rec
 	if old, ok := st.lookup(r.id); ok {
-		garbage = st.kill(old)
+		if garbage, err = st.kill(old); err != nil {
+			return 0, err
+		}
 	}
 	s := uint32(len(st.slots))
 	st.attrs = append(st.attrs, attr{
@@ -252,10 +270,9 @@ func (st *state) put(p *prepared, recSize uint32) (garbage int64) {
 		dl:      uint32(p.dl),
 	})
 	sl := slot{
-		off:      st.arena.add(r.id, r.text, r.ctx),
+		rec:      off,
+		off:      st.arena.add(r.id),
 		idLen:    uint32(len(r.id)),
-		textLen:  uint32(len(r.text)),
-		ctxLen:   uint32(len(r.ctx)),
 		mode:     st.strs.intern(r.mode),
 		channel:  st.strs.intern(r.chann),
 		salience: r.sal,
@@ -283,16 +300,22 @@ func (st *state) put(p *prepared, recSize uint32) (garbage int64) {
 	st.live++
 	st.totalDL += uint64(p.dl)
 	st.liveBytes += int64(recSize)
-	return garbage
+	return garbage, nil
 }
 
 // kill marks a live slot dead and returns the size of its record, which
-// is now garbage in the file.
-func (st *state) kill(s uint32) int64 {
+// is now garbage in the file. It reads the record back for its terms; a
+// record that cannot be read leaves the slot as it was.
+func (st *state) kill(s uint32) (int64, error) {
 	a := &st.attrs[s]
 	sl := &st.slots[s]
-	st.deleteID(string(st.id(s)))
-	terms, _ := termFreqs(indexTokens(nil, string(st.text(s)), string(st.context(s))), nil)
+	var q quantized
+	r, err := st.upsert(s, &q)
+	if err != nil {
+		return 0, err
+	}
+	st.deleteID(r.id)
+	terms, _ := termFreqs(indexTokens(nil, r.text, r.ctx), nil)
 	for _, t := range terms {
 		if ti, ok := st.terms[t]; ok {
 			st.posts[ti].live--
@@ -305,16 +328,16 @@ func (st *state) kill(s uint32) int64 {
 	st.live--
 	st.totalDL -= uint64(a.dl)
 	st.liveBytes -= int64(sl.recSize)
-	return int64(sl.recSize)
+	return int64(sl.recSize), nil
 }
 
-// remove deletes a document by id and reports whether it was stored.
-func (st *state) remove(id string) (garbage int64, ok bool) {
+// remove deletes a document by id, if stored.
+func (st *state) remove(id string) (garbage int64, err error) {
 	s, ok := st.lookup(id)
 	if !ok {
-		return 0, false
+		return 0, nil
 	}
-	return st.kill(s), true
+	return st.kill(s)
 }
 
 func (st *state) setMeta(key, value string, recSize uint32) (garbage int64) {
@@ -327,48 +350,33 @@ func (st *state) setMeta(key, value string, recSize uint32) (garbage int64) {
 	return garbage
 }
 
-// record rebuilds the record of a live slot (for compaction). Its strings
-// and codes point into st.
-func (st *state) record(s uint32, q *quantized) record {
-	a := &st.attrs[s]
-	sl := &st.slots[s]
-	r := record{
-		typ:   recUpsert,
-		id:    string(st.id(s)),
-		text:  string(st.text(s)),
-		ctx:   string(st.context(s)),
-		kind:  st.strs.strs[a.kind],
-		role:  st.strs.strs[a.role],
-		mode:  st.strs.strs[sl.mode],
-		chann: st.strs.strs[sl.channel],
-		sess:  st.strs.strs[a.session],
-		ts:    a.ts,
-		sal:   sl.salience,
-	}
-	if sl.row >= 0 {
-		m := st.vecs.rows[sl.row]
-		q.min, q.step = m.min, m.step
-		q.codes = st.vecs.codes(q.codes[:0], int(sl.row))
-		r.vec = q
-	}
-	return r
+// record reads back the record of a live slot (for compaction), with its
+// vector from the slab (the same codes the file holds).
+func (st *state) record(s uint32, q *quantized) (record, error) {
+	return st.upsert(s, q)
 }
 
-func (st *state) doc(s uint32) recall.Doc {
+// doc reads back a live slot's document.
+func (st *state) doc(s uint32) (recall.Doc, error) {
+	var q quantized
+	r, err := st.upsert(s, &q)
+	if err != nil {
+		return recall.Doc{}, err
+	}
 	a := &st.attrs[s]
 	sl := &st.slots[s]
 	return recall.Doc{
-		ID:       string(st.id(s)),
+		ID:       strings.Clone(r.id),
 		Kind:     st.strs.strs[a.kind],
 		Role:     st.strs.strs[a.role],
 		Mode:     st.strs.strs[sl.mode],
 		Channel:  st.strs.strs[sl.channel],
 		Session:  st.strs.strs[a.session],
-		Text:     string(st.text(s)),
-		Context:  string(st.context(s)),
+		Text:     r.text,
+		Context:  r.ctx,
 		TS:       time.UnixMilli(a.ts),
 		Salience: sl.salience,
-	}
+	}, nil
 }
 
 // filter is a compiled recall.Filter.

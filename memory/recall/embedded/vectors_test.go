@@ -115,14 +115,14 @@ func TestNormalize(t *testing.T) {
 func TestVectorRanking(t *testing.T) {
 	const n, dim, queries, k = 40000, 100, 20, 10
 	r := rand.New(rand.NewPCG(3, 3))
-	st := newState(dim)
+	st, log := newMemState(dim)
 	vecs := make([][]float32, n)
 	for i := range vecs {
 		vecs[i] = randUnit(r, dim)
 		p := prepared{rec: record{typ: recUpsert, id: strconv.Itoa(i)}, q: quantized{codes: make([]byte, dim)}}
 		quantize(vecs[i], &p.q)
 		p.rec.vec = &p.q
-		st.put(&p, 0)
+		log.put(t, st, &p)
 	}
 	for _, par := range []int{1, 2} {
 		found := 0

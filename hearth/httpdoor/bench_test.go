@@ -1,0 +1,128 @@
+package httpdoor
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mnemo/mnemo/hearth/llm"
+	"github.com/mnemo/mnemo/hearth/ndjson"
+	"github.com/mnemo/mnemo/ipc"
+)
+
+// firstChunkModel streams one chunk, noting when, then waits for the
+// client to have read it before finishing the reply.
+type stamp struct{ at atomic.Int64 }
+
+func firstChunk(s *stamp, read <-chan struct{}) replyFunc {
+	return func(ctx context.Context, req llm.Request, onText func(string)) (llm.Response, error) {
+		s.at.Store(time.Now().UnixNano())
+		onText("first")
+		select {
+		case <-read:
+		case <-ctx.Done():
+		}
+		return llm.Response{Text: "first"}, nil
+	}
+}
+
+// report puts p50 and p99 of the added latencies on the benchmark.
+func report(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
+	b.ReportMetric(q(0.50), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkFirstByte measures what each door adds between the model's
+// first chunk and the client's first byte of it: the core's publish, the
+// door's subscription and write, loopback TCP and the client's read.
+func BenchmarkFirstByte(b *testing.B) {
+	for _, door := range []struct {
+		name, path, body string
+	}{
+		{"engine-chat", "/engine/chat", `{"messages":[{"role":"user","content":"x"}],"metadata":{"correlation_id":"c"}}`},
+		{"chat-completions-stream", "/v1/chat/completions", `{"model":"mnemo","stream":true,"messages":[{"role":"user","content":"x"}]}`},
+	} {
+		b.Run(door.name, func(b *testing.B) {
+			th := startHearth(b, func(c *testConfig) { c.Quiet = true })
+			var lat []time.Duration
+			for b.Loop() {
+				s, read := &stamp{}, make(chan struct{})
+				th.model.replies <- firstChunk(s, read)
+				req, _ := http.NewRequest("POST", th.url+door.path, strings.NewReader(door.body))
+				req.Header.Set("Authorization", "Bearer "+testToken)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				br := bufio.NewReader(resp.Body)
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil {
+						b.Fatal(err)
+					}
+					if strings.Contains(line, "first") {
+						lat = append(lat, time.Since(time.Unix(0, s.at.Load())))
+						break
+					}
+				}
+				close(read)
+				for _, err := br.ReadString('\n'); err == nil; _, err = br.ReadString('\n') {
+				}
+				resp.Body.Close()
+			}
+			report(b, lat)
+		})
+	}
+	b.Run("ndjson", func(b *testing.B) {
+		th := startHearth(b, func(c *testConfig) { c.Quiet = true })
+		nd, err := ndjson.New(th.core, ndjson.Options{Token: testToken})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		served := make(chan error, 1)
+		go func() { served <- nd.Serve(ctx, ln) }()
+		defer func() { cancel(); <-served }()
+		conn, err := ipc.Dial(ctx, ln.Addr().String(), ipc.DialOptions{Token: testToken})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		var lat []time.Duration
+		for b.Loop() {
+			s, read := &stamp{}, make(chan struct{})
+			th.model.replies <- firstChunk(s, read)
+			if err := conn.Send(&ipc.Message{Content: "x"}); err != nil {
+				b.Fatal(err)
+			}
+			for {
+				m, err := conn.Recv(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if tok, ok := m.(*ipc.Token); ok && strings.Contains(tok.Content, "first") {
+					lat = append(lat, time.Since(time.Unix(0, s.at.Load())))
+					close(read)
+				}
+				if _, ok := m.(*ipc.Done); ok {
+					break
+				}
+			}
+		}
+		report(b, lat)
+	})
+}

@@ -1,0 +1,17 @@
+//go:build !unix
+
+package embedded
+
+import (
+	"io"
+	"os"
+)
+
+// mapFile reads f's first n bytes into memory where mmap is not available.
+func mapFile(f *os.File, n int64) (b []byte, drop, release func(), err error) {
+	b = make([]byte, n)
+	if _, err := io.ReadFull(io.NewSectionReader(f, 0, n), b); err != nil {
+		return nil, nil, nil, err
+	}
+	return b, func() {}, func() {}, nil
+}

@@ -1,0 +1,476 @@
+package embedded
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mnemo/mnemo/memory/recall"
+)
+
+const snapDim = 8
+
+// fillIndex writes n documents from seed (every seventh replaces an
+// earlier one, every eleventh deletes one), a meta value and vectors on
+// most of them.
+func fillIndex(t testing.TB, ix *Index, seed uint64, n int) {
+	t.Helper()
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(seed, 7))
+	words := []string{"coffee", "tea", "paris", "garden", "violin", "rain", "book", "river", "sister", "train", "bread", "snow"}
+	ts := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range n {
+		id := fmt.Sprintf("%d-%d", seed, i)
+		if i%7 == 6 {
+			id = fmt.Sprintf("%d-%d", seed, r.IntN(i))
+		}
+		text := ""
+		for range 3 + r.IntN(6) {
+			text += words[r.IntN(len(words))] + " "
+		}
+		d := recall.Doc{ID: id, Kind: recall.KindTurn, Role: []string{"user", "agent"}[i%2], Session: fmt.Sprintf("s%d", i/10),
+			Channel: "chat", Mode: "text", Text: text, Context: "before: " + words[i%len(words)], TS: ts.Add(time.Duration(i) * time.Minute), Salience: float32(i%5) / 4}
+		var vecs [][]float32
+		if i%4 != 3 {
+			v := make([]float32, snapDim)
+			for j := range v {
+				v[j] = r.Float32()*2 - 1
+			}
+			vecs = [][]float32{v}
+		}
+		if err := ix.Upsert(ctx, []recall.Doc{d}, vecs); err != nil {
+			t.Fatal(err)
+		}
+		if i%11 == 10 {
+			if err := ix.Delete(ctx, []string{fmt.Sprintf("%d-%d", seed, r.IntN(i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := ix.SetMeta(ctx, "cursor", fmt.Sprintf("%d-%d", seed, n)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// answers is everything a caller sees of an index, for comparing one
+// before and after a reopen.
+type answers struct {
+	Count int
+	Meta  string
+	Lex   [][]recall.Scored
+	Vec   [][]recall.Scored
+	Docs  []recall.Doc
+}
+
+func answersOf(t testing.TB, ix *Index) answers {
+	t.Helper()
+	ctx := context.Background()
+	var a answers
+	var err error
+	if a.Count, err = ix.Count(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Meta, _, _ = ix.Meta(ctx, "cursor")
+	filters := []recall.Filter{{}, {Roles: []string{"user"}}, {Session: "s3"}, {Since: time.Date(2024, 1, 1, 2, 0, 0, 0, time.UTC)}}
+	for _, q := range []string{"coffee tea", "violin river snow", "before garden", "sister"} {
+		for _, f := range filters {
+			res, err := ix.Lexical(ctx, q, 8, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Lex = append(a.Lex, res)
+		}
+	}
+	r := rand.New(rand.NewPCG(99, 1))
+	for range 4 {
+		v := make([]float32, snapDim)
+		for j := range v {
+			v[j] = r.Float32()*2 - 1
+		}
+		for _, f := range filters {
+			res, err := ix.Vector(ctx, v, 8, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Vec = append(a.Vec, res)
+		}
+	}
+	var ids []string
+	for i := range 400 {
+		ids = append(ids, fmt.Sprintf("1-%d", i), fmt.Sprintf("2-%d", i))
+	}
+	if a.Docs, err = ix.Docs(ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func diffAnswers(want, got answers) string {
+	return cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) }))
+}
+
+// crash abandons an index as a killed process would: what was written
+// reached the OS (every call ends with a flush), nothing else runs.
+func crash(ix *Index) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.f.Close()
+	if ix.st.release != nil {
+		ix.st.release()
+	}
+	ix.closed = true
+}
+
+// TestSnapshotReopen writes an index, closes it (taking a snapshot), does
+// something to the snapshot, and reopens: every case answers exactly as
+// the index did before, whether it loads the snapshot or falls back to
+// replaying the file.
+func TestSnapshotReopen(t *testing.T) {
+	snapOf := func(dir string) string { return filepath.Join(dir, SnapName) }
+	damage := func(fn func(b []byte) []byte) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			b, err := os.ReadFile(snapOf(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(snapOf(dir), fn(b), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cases := []struct {
+		name string
+		// before runs on the open index before the second Close: the
+		// answers compared are the ones after it.
+		before func(t *testing.T, ix *Index, dir string)
+		after  func(t *testing.T, dir string) // then, on the closed files
+		loaded bool                           // the snapshot is used
+	}{
+		{name: "intact", loaded: true},
+		{name: "missing", after: func(t *testing.T, dir string) { os.Remove(snapOf(dir)) }},
+		{name: "flipped byte in the postings", after: damage(func(b []byte) []byte { b[len(b)-40] ^= 1; return b })},
+		{name: "flipped byte in the header", after: damage(func(b []byte) []byte { b[20] ^= 0x80; return b })},
+		{name: "torn", after: damage(func(b []byte) []byte { return b[:len(b)/2] })},
+		{name: "empty", after: damage(func(b []byte) []byte { return nil })},
+		{name: "garbage after it", after: damage(func(b []byte) []byte { return append(b, 0, 0, 0, 0, 0, 0, 0, 0) })},
+		{name: "other version", after: damage(func(b []byte) []byte {
+			b[8] = 9
+			copy(b[60:], (&snapHead{}).encode()[60:]) // a bad crc either way
+			return b
+		})},
+		{
+			// An older snapshot of the same file: it is used and the
+			// records after it replayed.
+			name: "stale but of this file",
+			before: func(t *testing.T, ix *Index, dir string) {
+				old, err := os.ReadFile(snapOf(dir))
+				if err != nil {
+					t.Fatal(err)
+				}
+				fillIndex(t, ix, 2, 150)
+				ix.mu.Lock()
+				ix.snapHook = func(stage string) error {
+					if stage == "renamed" {
+						return os.WriteFile(snapOf(dir), old, 0o600)
+					}
+					return nil
+				}
+				ix.mu.Unlock()
+			},
+			loaded: true,
+		},
+		{
+			// A snapshot of the file before a compaction rewrote it.
+			name: "of another file",
+			before: func(t *testing.T, ix *Index, dir string) {
+				old, err := os.ReadFile(snapOf(dir))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := ix.Compact(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := os.Stat(snapOf(dir)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("snapshot still there after a compaction: %v", err)
+				}
+				fillIndex(t, ix, 2, 30)
+				ix.mu.Lock()
+				ix.snapHook = func(stage string) error {
+					if stage == "renamed" {
+						return os.WriteFile(snapOf(dir), old, 0o600)
+					}
+					return nil
+				}
+				ix.mu.Unlock()
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ix := openT(t, dir, snapDim)
+			fillIndex(t, ix, 1, 300)
+			if err := ix.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ix = openT(t, dir, snapDim)
+			if ix.st.release == nil {
+				t.Fatal("the snapshot Close wrote was not loaded")
+			}
+			if tc.before != nil {
+				tc.before(t, ix, dir)
+			}
+			want := answersOf(t, ix)
+			if err := ix.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.after != nil {
+				tc.after(t, dir)
+			}
+			ix = openT(t, dir, snapDim)
+			defer ix.Close()
+			if loaded := ix.st.release != nil; loaded != tc.loaded {
+				t.Errorf("snapshot loaded: %v, want %v", loaded, tc.loaded)
+			}
+			if diff := diffAnswers(want, answersOf(t, ix)); diff != "" {
+				t.Errorf("answers after reopen differ (-before +after):\n%s", diff)
+			}
+			// The index takes writes and reopens the same again.
+			fillIndex(t, ix, 3, 20)
+			want = answersOf(t, ix)
+			if err := ix.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ix = openT(t, dir, snapDim)
+			if ix.st.release == nil {
+				t.Error("the snapshot of the second Close was not loaded")
+			}
+			if diff := diffAnswers(want, answersOf(t, ix)); diff != "" {
+				t.Errorf("answers after the second reopen differ (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSnapshotCrash stops a snapshot at each stage of its write, as a
+// crash would, with records written after the last good snapshot: the
+// reopened index answers as the crashed one did.
+func TestSnapshotCrash(t *testing.T) {
+	for _, stage := range []string{"synced", "renamed"} {
+		t.Run(stage, func(t *testing.T) {
+			dir := t.TempDir()
+			ix := openT(t, dir, snapDim)
+			fillIndex(t, ix, 1, 200)
+			if err := ix.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ix = openT(t, dir, snapDim)
+			fillIndex(t, ix, 2, 100)
+			want := answersOf(t, ix)
+			crashed := errors.New("crash")
+			ix.mu.Lock()
+			ix.snapHook = func(s string) error {
+				if s == stage {
+					return crashed
+				}
+				return nil
+			}
+			err := ix.snapshotLocked()
+			ix.mu.Unlock()
+			if !errors.Is(err, crashed) {
+				t.Fatalf("snapshot = %v, want the crash", err)
+			}
+			crash(ix)
+			if stage == "synced" {
+				if _, err := os.Stat(filepath.Join(dir, SnapName+".tmp")); err != nil {
+					t.Fatalf("no temporary snapshot left by the crash: %v", err)
+				}
+			}
+			ix = openT(t, dir, snapDim)
+			defer ix.Close()
+			if ix.st.release == nil {
+				t.Error("no snapshot loaded")
+			}
+			if _, err := os.Stat(filepath.Join(dir, SnapName+".tmp")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("temporary snapshot not removed by Open: %v", err)
+			}
+			if diff := diffAnswers(want, answersOf(t, ix)); diff != "" {
+				t.Errorf("answers after the crash differ (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSnapshotPeriodic takes snapshots while writing, without a Close: a
+// crash then replays only the records after the last one.
+func TestSnapshotPeriodic(t *testing.T) {
+	dir := t.TempDir()
+	ix, err := Open(dir, Options{Dim: snapDim, SnapshotEvery: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillIndex(t, ix, 1, 350)
+	want := answersOf(t, ix)
+	crash(ix)
+	ix = openT(t, dir, snapDim)
+	defer ix.Close()
+	if ix.st.release == nil {
+		t.Fatal("no snapshot taken while writing")
+	}
+	if ix.sinceSnap >= 100 {
+		t.Errorf("replayed %d records after the snapshot, want under 100", ix.sinceSnap)
+	}
+	if diff := diffAnswers(want, answersOf(t, ix)); diff != "" {
+		t.Errorf("answers differ (-before +after):\n%s", diff)
+	}
+}
+
+// snapshotBytes returns the snapshot of a small index.
+func snapshotBytes(t testing.TB) []byte {
+	dir := t.TempDir()
+	ix := openT(t, dir, snapDim)
+	fillIndex(t, ix, 1, 60)
+	var buf bytes.Buffer
+	ix.mu.Lock()
+	w := bufio.NewWriter(&buf)
+	err := writeSnapshot(w, ix.st, snapHead{covers: uint64(ix.size)})
+	if err == nil {
+		err = w.Flush()
+	}
+	ix.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	return buf.Bytes()
+}
+
+// FuzzDecodeSnapshot decodes arbitrary snapshots: never a panic, an error
+// is ErrCorrupt, and a state that decodes answers queries without going
+// out of range.
+func FuzzDecodeSnapshot(f *testing.F) {
+	good := snapshotBytes(f)
+	f.Add(good)
+	f.Add(good[:snapHeader])
+	f.Add(good[:len(good)/3])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		decodeAndQuery(t, b)
+		// Again with the checksums made right, so that the checks behind
+		// them see the mutation.
+		decodeAndQuery(t, fixCRCs(bytes.Clone(b)))
+	})
+}
+
+// fixCRCs recomputes the header's and each section's checksum of a
+// snapshot, as far as its lengths allow.
+func fixCRCs(b []byte) []byte {
+	if len(b) < snapHeader {
+		return b
+	}
+	binary.LittleEndian.PutUint32(b[60:], crc32.Checksum(b[:60], castagnoli))
+	off := snapHeader
+	for len(b)-off >= 8 {
+		n := binary.LittleEndian.Uint64(b[off:])
+		padded := n + (8-n%8)%8
+		start := off + 8
+		if padded < n || padded > uint64(len(b)-start) || uint64(len(b)-start)-padded < 8 {
+			break
+		}
+		tail := start + int(padded)
+		binary.LittleEndian.PutUint32(b[tail:], crc32.Checksum(b[start:start+int(n)], castagnoli))
+		off = tail + 8
+	}
+	return b
+}
+
+func decodeAndQuery(t *testing.T, b []byte) {
+	{
+		st, _, err := decodeSnapshot(b, snapDim)
+		if err != nil {
+			if !IsCorrupt(err) {
+				t.Fatalf("error %v is not ErrCorrupt", err)
+			}
+			return
+		}
+		st.read = func(uint64, uint32) ([]byte, error) { return nil, errors.New("no file") }
+		sc := new(scratch)
+		st.lexical("coffee tea river", 5, nil, sc, 2)
+		st.lexical("coffee", 5, &filter{roles: []uint32{1}}, sc, 1)
+		st.vector([]float32{1, 0, 0, 0, 0, 0, 0, 0}, 5, nil, 2)
+		for s := range st.slots {
+			st.id(uint32(s))
+		}
+	}
+}
+
+// TestSnapshotRoundTrip decodes what writeSnapshot wrote into the same
+// state, column by column.
+func TestSnapshotRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	ix := openT(t, dir, snapDim)
+	defer ix.Close()
+	fillIndex(t, ix, 1, 120)
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := writeSnapshot(w, ix.st, snapHead{covers: uint64(ix.size), lastOff: ix.lastOff}); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	st, h, err := decodeSnapshot(buf.Bytes(), snapDim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.covers != uint64(ix.size) || h.lastOff != ix.lastOff {
+		t.Errorf("header %+v", h)
+	}
+	old := ix.st
+	opts := []cmp.Option{cmp.AllowUnexported(attr{}, slot{}, postings{}, rowMeta{}, slab{}, interner{}, metaVal{})}
+	for name, pair := range map[string][2]any{
+		"attrs": {old.attrs, st.attrs}, "strs": {old.strs, st.strs}, "terms": {old.terms, st.terms},
+		"rows": {old.vecs.rows, st.vecs.rows}, "words": {old.vecs.words, st.vecs.words}, "meta": {old.meta, st.meta},
+		"counts": {[]any{old.live, old.totalDL, old.liveBytes, old.postCount}, []any{st.live, st.totalDL, st.liveBytes, st.postCount}},
+	} {
+		if diff := cmp.Diff(pair[0], pair[1], opts...); diff != "" {
+			t.Errorf("%s differ (-written +read):\n%s", name, diff)
+		}
+	}
+	for i := range old.posts {
+		a, b := old.posts[i], st.posts[i]
+		if !slicesEqual(a.slots, b.slots) || !bytes.Equal(a.tfs, b.tfs) || a.live != b.live {
+			t.Errorf("postings %d differ", i)
+		}
+	}
+	for i := range old.slots {
+		a, b := old.slots[i], st.slots[i]
+		a.off, b.off = 0, 0
+		if a != b || string(old.id(uint32(i))) != string(st.id(uint32(i))) {
+			t.Errorf("slot %d: %+v %q, read %+v %q", i, a, old.id(uint32(i)), b, st.id(uint32(i)))
+		}
+	}
+}
+
+func slicesEqual(a, b []uint32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
