@@ -268,7 +268,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 	}()
 
 	var notesCore atomic.Pointer[hearth.Hearth] // the entity notes are written through it once it is up
-	entities, stopEntities := startEntities(ctx, root, j, &notesCore, log)
+	entities, stopEntities := startEntities(ctx, root, j, vlt, &notesCore, log)
 	s.stopEntities = stopEntities
 
 	// The auth layer lives beside the token file: auth.json, the TLS

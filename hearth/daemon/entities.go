@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/mnemo/mnemo/data"
@@ -14,7 +16,24 @@ import (
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/graph"
 	"github.com/mnemo/mnemo/memory/journal"
+	"github.com/mnemo/mnemo/memory/vault"
 )
+
+// typedEntities are the active notes whose type is an entity type of
+// arch, as entities named by their titles.
+func typedEntities(arch graph.Archetype, notes []vault.NoteInfo) []graph.Entity {
+	var out []graph.Entity
+	for _, n := range notes {
+		if n.Err != "" || n.Status != vault.Active || strings.TrimSpace(n.Title) == "" {
+			continue
+		}
+		if !slices.ContainsFunc(arch.EntityTypes, func(t graph.EntityType) bool { return t.Name == n.Type }) {
+			continue
+		}
+		out = append(out, graph.Entity{Name: n.Title, Type: n.Type, FirstSeen: n.UpdatedAt, LastSeen: n.UpdatedAt})
+	}
+	return out
+}
 
 // archetype is the vault's archetype (config/archetype.yml), else the
 // companion archetype hearth ships: an unreadable or invalid file is
@@ -47,10 +66,25 @@ func archetype(rootDir string, log *slog.Logger) graph.Archetype {
 //
 // After each periodic save the vault's entity notes are brought up to
 // date through core, once it is set (see hearth.WriteEntityNotes).
-func startEntities(ctx context.Context, root *memory.Root, j *journal.Journal, core *atomic.Pointer[hearth.Hearth], log *slog.Logger) (live *graph.Live, stop func()) {
+//
+// The knowledge notes (the curator's and the owner's) whose type is an
+// entity type of the archetype join the graph as typed entities: a
+// person note titled "Ana Lima" makes Ana Lima a person.
+func startEntities(ctx context.Context, root *memory.Root, j *journal.Journal, vlt *vault.Vault, core *atomic.Pointer[hearth.Hearth], log *slog.Logger) (live *graph.Live, stop func()) {
+	arch := archetype(root.Dir(), log)
 	live = graph.NewLive(graph.LiveOptions{
 		IndexDir:  root.IndexDir(),
-		Archetype: archetype(root.Dir(), log),
+		Archetype: arch,
+		Typed: func(ctx context.Context) ([]graph.Entity, error) {
+			if vlt == nil {
+				return nil, nil
+			}
+			notes, err := vlt.List(ctx, vault.ListFilter{Prefix: vault.KnowledgeDir + "/"})
+			if err != nil {
+				return nil, err
+			}
+			return typedEntities(arch, notes), nil
+		},
 		Journal:   j,
 		Session:   hearth.MainConversation,
 		Saved: func(ctx context.Context) {

@@ -33,6 +33,10 @@ type LiveOptions struct {
 	// the last, on the way out): where the vault's entity notes are
 	// brought up to date.
 	Saved func(ctx context.Context)
+	// Typed, when set, gives typed entities from outside the journal (the
+	// curator's notes about people, places and projects in the vault):
+	// merged with their type fixed at each load and after each save.
+	Typed func(ctx context.Context) ([]Entity, error)
 	Log   *slog.Logger
 }
 
@@ -92,6 +96,7 @@ func (l *Live) Run(ctx context.Context) error {
 			} else if l.o.Saved != nil {
 				l.o.Saved(ctx)
 			}
+			l.addTyped(ctx, l.Graph())
 		case <-l.rebuild:
 			if err := l.load(ctx, true); err != nil {
 				return err
@@ -136,6 +141,7 @@ func (l *Live) load(ctx context.Context, fresh bool) error {
 	if again {
 		return l.load(ctx, true)
 	}
+	l.addTyped(ctx, g)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.g = g
@@ -149,6 +155,21 @@ func (l *Live) load(ctx context.Context, fresh bool) error {
 		l.o.Loaded(len(g.entities))
 	}
 	return nil
+}
+
+// addTyped merges the typed entities into g; AddEntity is idempotent.
+func (l *Live) addTyped(ctx context.Context, g *Graph) {
+	if l.o.Typed == nil {
+		return
+	}
+	ents, err := l.o.Typed(ctx)
+	if err != nil {
+		l.log.Warn("entity graph: typed entities unavailable", "err", err)
+		return
+	}
+	for _, e := range ents {
+		g.AddEntity(e)
+	}
 }
 
 // Observe is told every committed record; it never blocks on I/O.
