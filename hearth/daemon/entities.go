@@ -85,8 +85,8 @@ func startEntities(ctx context.Context, root *memory.Root, j *journal.Journal, v
 			}
 			return typedEntities(arch, notes), nil
 		},
-		Journal:   j,
-		Session:   hearth.MainConversation,
+		Journal: j,
+		Session: hearth.MainConversation,
 		Saved: func(ctx context.Context) {
 			h := core.Load()
 			if h == nil {
