@@ -37,6 +37,19 @@ var stop = func() map[string]bool {
 	return m
 }()
 
+// isStop reports whether w is a stop word, or a contraction of one
+// ("You're", "I'll", "Don’t").
+func isStop(w string) bool {
+	w = strings.ToLower(w)
+	if stop[w] {
+		return true
+	}
+	if i := strings.IndexAny(w, "'’"); i > 0 {
+		return stop[w[:i]] || strings.HasSuffix(w, "n't") || strings.HasSuffix(w, "n’t")
+	}
+	return false
+}
+
 // Extract finds the name spans of text: runs of words that begin with an
 // upper-case letter, up to maxSpanWords. A possessive 's is dropped. A
 // span that is a single stop word is not a name; a sentence-opening
@@ -51,10 +64,10 @@ func Extract(text string) []Span {
 			return
 		}
 		words := run
-		for len(words) > 0 && stop[strings.ToLower(words[0])] {
+		for len(words) > 0 && isStop(words[0]) {
 			words = words[1:]
 		}
-		for len(words) > 0 && stop[strings.ToLower(words[len(words)-1])] {
+		for len(words) > 0 && isStop(words[len(words)-1]) {
 			words = words[:len(words)-1]
 		}
 		if len(words) > maxSpanWords {

@@ -34,6 +34,7 @@ func TestExtract(t *testing.T) {
 		{"i think so. maybe tomorrow", nil},
 		{"On Monday I met Dr. Rao.", []string{"Rao"}},
 		{"we love New York, Paris and Tokyo", []string{"New York", "Paris", "Tokyo"}},
+		{"You're right, Ana. Don't worry, I'll call Rui.", []string{"Ana", "Rui"}},
 		{"", nil},
 	}
 	for _, tt := range tests {
