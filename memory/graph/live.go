@@ -136,6 +136,11 @@ func (l *Live) load(ctx context.Context, fresh bool) error {
 		return nil
 	})
 	if err != nil {
+		// Records told from now on are counted, not held without bound;
+		// this partial graph is never saved (Run returns).
+		l.mu.Lock()
+		l.held, l.ready = nil, true
+		l.mu.Unlock()
 		return fmt.Errorf("entity graph: read journal: %w", err)
 	}
 	if again {

@@ -121,3 +121,29 @@ func TestLive(t *testing.T) {
 		t.Errorf("the saved index still names the forgotten entity (err %v): %d bytes", err, len(b))
 	}
 }
+
+type failingScanner struct{}
+
+func (failingScanner) ScanAfter(context.Context, string, func(journal.Record) error) error {
+	return os.ErrPermission
+}
+
+// TestLiveJournalUnreadable: Run returns the error and saves nothing, and
+// the records told afterwards are counted rather than held without bound.
+func TestLiveJournalUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	l := NewLive(LiveOptions{IndexDir: dir, Archetype: companion(t), Journal: failingScanner{}})
+	if err := l.Run(context.Background()); err == nil {
+		t.Fatal("Run over an unreadable journal: no error")
+	}
+	l.Observe(journal.Record{ID: "01A", Role: memory.RoleUser, Text: "Ana is here."})
+	if got := l.Graph().Find(Query{Name: "ana"}); len(got) != 1 {
+		t.Errorf("a record told after the failure is not counted: %+v", got)
+	}
+	if l.held != nil {
+		t.Errorf("%d records held", len(l.held))
+	}
+	if _, err := os.Stat(filepath.Join(dir, IndexFile)); !os.IsNotExist(err) {
+		t.Errorf("an index was saved: %v", err)
+	}
+}
