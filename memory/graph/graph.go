@@ -105,6 +105,8 @@ type Graph struct {
 	relations map[string]*Relation
 	adj       map[string][]string // entity id → relation keys
 	events    map[string]EventMeta
+	order     []string // events' ids, oldest first
+	maxEvents int
 	calls     map[string]string // open tool call id → the agent event that made it
 	lastUser  string
 	last      string // the id of the newest event added
@@ -123,6 +125,7 @@ func New(arch Archetype) *Graph {
 		adj:       map[string][]string{},
 		events:    map[string]EventMeta{},
 		calls:     map[string]string{},
+		maxEvents: MaxEvents,
 	}
 }
 
@@ -185,7 +188,7 @@ func (g *Graph) Add(ev Event) {
 		}
 	}
 	if ev.Outcome != "" || ev.Parent != "" || len(ids) > 0 {
-		g.events[ev.ID] = EventMeta{ID: ev.ID, TS: ev.TS, Type: ev.Type, Outcome: ev.Outcome, Parent: ev.Parent}
+		g.keepEvent(EventMeta{ID: ev.ID, TS: ev.TS, Type: ev.Type, Outcome: ev.Outcome, Parent: ev.Parent})
 	}
 	if g.arch.Mentions != "" {
 		for _, sp := range ids[:speakers] {
@@ -201,6 +204,24 @@ func (g *Graph) Add(ev Event) {
 		for _, b := range named[i+1:] {
 			g.relate(a, b, g.arch.CoOccurrence, ev.ID, true)
 		}
+	}
+}
+
+// MaxEvents bounds the events the graph keeps (the journal has them
+// all): past it by a quarter, the oldest quarter is dropped.
+const MaxEvents = 100_000
+
+func (g *Graph) keepEvent(e EventMeta) {
+	if _, ok := g.events[e.ID]; !ok {
+		g.order = append(g.order, e.ID)
+	}
+	g.events[e.ID] = e
+	if len(g.order) > g.maxEvents+g.maxEvents/4 {
+		drop := len(g.order) - g.maxEvents
+		for _, id := range g.order[:drop] {
+			delete(g.events, id)
+		}
+		g.order = slices.Clone(g.order[drop:])
 	}
 }
 

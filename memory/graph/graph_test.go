@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -371,5 +372,36 @@ func TestParseArchetypeErrors(t *testing.T) {
 		if _, err := ParseArchetype([]byte(tt.yml)); err == nil {
 			t.Errorf("%s: accepted", tt.name)
 		}
+	}
+}
+
+// TestEventsBounded: past MaxEvents by a quarter the oldest quarter of
+// the events is dropped, the same after a save and load.
+func TestEventsBounded(t *testing.T) {
+	g := New(companion(t))
+	g.maxEvents = 100
+	n := g.maxEvents + g.maxEvents/4 + 1
+	for i := range n {
+		g.Add(Event{ID: fmt.Sprintf("e%07d", i), Type: EventToolResult, Outcome: OutcomeSuccess})
+	}
+	if len(g.events) != g.maxEvents || len(g.order) != g.maxEvents {
+		t.Fatalf("%d events, %d in order; want %d", len(g.events), len(g.order), g.maxEvents)
+	}
+	if _, ok := g.Event("e0000000"); ok {
+		t.Error("the oldest event is kept")
+	}
+	if _, ok := g.Event(fmt.Sprintf("e%07d", n-1)); !ok {
+		t.Error("the newest event is dropped")
+	}
+	path := filepath.Join(t.TempDir(), IndexFile)
+	if err := g.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(path, companion(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back.order, g.order) {
+		t.Error("the events' order differs after a load")
 	}
 }

@@ -16,24 +16,24 @@ const IndexFile = "graph.json"
 
 // indexVersion changes when the file's form or the extractor does: a
 // graph saved by another version is stale and rebuilt.
-const indexVersion = 1
+const indexVersion = 2
 
 // ErrStale says a saved graph is missing, of another version, or of
 // another archetype: rebuild it from the journal.
 var ErrStale = errors.New("graph index missing or stale")
 
 type snapshot struct {
-	Version   int                  `json:"version"`
-	Archetype string               `json:"archetype"` // the archetype's hash
-	Last      string               `json:"last"`
-	Count     int                  `json:"count"`
-	Now       time.Time            `json:"now"`
-	LastUser  string               `json:"last_user,omitempty"`
-	Calls     map[string]string    `json:"calls,omitempty"`
-	Alias     map[string]string    `json:"alias"`
-	Entities  []*Entity            `json:"entities"`
-	Relations []*Relation          `json:"relations"`
-	Events    map[string]EventMeta `json:"events"`
+	Version   int               `json:"version"`
+	Archetype string            `json:"archetype"` // the archetype's hash
+	Last      string            `json:"last"`
+	Count     int               `json:"count"`
+	Now       time.Time         `json:"now"`
+	LastUser  string            `json:"last_user,omitempty"`
+	Calls     map[string]string `json:"calls,omitempty"`
+	Alias     map[string]string `json:"alias"`
+	Entities  []*Entity         `json:"entities"`
+	Relations []*Relation       `json:"relations"`
+	Events    []EventMeta       `json:"events"` // oldest first
 }
 
 // Hash identifies an archetype's content: a graph built with another is
@@ -49,7 +49,10 @@ func (g *Graph) Save(path string) error {
 	g.mu.Lock()
 	g.refresh()
 	s := snapshot{Version: indexVersion, Archetype: g.arch.Hash(), Last: g.last, Count: g.count, Now: g.now,
-		LastUser: g.lastUser, Calls: g.calls, Alias: g.alias, Events: g.events}
+		LastUser: g.lastUser, Calls: g.calls, Alias: g.alias}
+	for _, id := range g.order {
+		s.Events = append(s.Events, g.events[id])
+	}
 	for _, e := range g.entities {
 		s.Entities = append(s.Entities, e)
 	}
@@ -111,8 +114,8 @@ func Load(path string, arch Archetype) (*Graph, error) {
 	if s.Alias != nil {
 		g.alias = s.Alias
 	}
-	if s.Events != nil {
-		g.events = s.Events
+	for _, e := range s.Events {
+		g.keepEvent(e)
 	}
 	for _, e := range s.Entities {
 		if e != nil && e.ID != "" {
