@@ -405,3 +405,17 @@ func TestEventsBounded(t *testing.T) {
 		t.Error("the events' order differs after a load")
 	}
 }
+
+// BenchmarkAdd is the cost of deriving one turn, the rebuild's cost per
+// journal record.
+func BenchmarkAdd(b *testing.B) {
+	g := New(companion(b))
+	texts := []string{
+		"I had lunch with Ana Lima in Lisbon, and then we walked to the Castelo.",
+		"Rui says the Porto office moves to Braga next month; Marta is not happy.",
+		"ok, thanks! remind me tomorrow about the dentist",
+	}
+	for i := 0; b.Loop(); i++ {
+		g.Add(Event{ID: fmt.Sprintf("e%09d", i), Type: EventUser, TS: t0.Add(time.Duration(i) * time.Second), Text: texts[i%len(texts)] + fmt.Sprintf(" Person%d", i%5000)})
+	}
+}

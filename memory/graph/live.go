@@ -24,7 +24,8 @@ type LiveOptions struct {
 	Journal   Scanner
 	Session   string // the session events are of
 	// SaveEvery saves the index after this many new events (default
-	// 100); Close saves what is left.
+	// 1,000: what is not saved is caught up from the journal at the next
+	// start); Run saves what is left on the way out.
 	SaveEvery int
 	// Loaded, when set, is called each time the graph is loaded or
 	// rebuilt and caught up, with its number of entities.
@@ -62,7 +63,7 @@ type Live struct {
 // NewLive returns a Live graph; Run loads and feeds it.
 func NewLive(o LiveOptions) *Live {
 	if o.SaveEvery <= 0 {
-		o.SaveEvery = 100
+		o.SaveEvery = 1000
 	}
 	log := o.Log
 	if log == nil {
