@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mnemo/mnemo/hearth/agent"
@@ -178,11 +179,16 @@ func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref st
 	h.mu.Unlock()
 	msgs = injectMemories(msgs, cont, h.memories(ctx, window, allow, sess))
 	msgs = injectModeSwitch(msgs, h.takeInjection(c, time.Now()))
-	defer func() {
+	// Once the agent is done, the turn can no longer be cancelled: its
+	// reply is being stored. Cleared before the reply is published, so a
+	// cancel that follows the done answers "nothing to cancel" instead of
+	// cancelling a finished turn in silence.
+	uncancellable := sync.OnceFunc(func() {
 		h.mu.Lock()
 		c.cancelTurn = nil
 		h.mu.Unlock()
-	}()
+	})
+	defer uncancellable()
 
 	obs := &turnObserver{h: h, c: c, ref: ref, model: model, cancel: cancel}
 	reporting := retryReporter{Model: model, onRetry: func(r llm.Retry) {
@@ -197,6 +203,7 @@ func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref st
 	if cause := context.Cause(ctx); errors.Is(cause, errReplyTooLong) || errors.Is(cause, errCancelled) {
 		err = cause
 	}
+	uncancellable()
 
 	h.mu.Lock()
 	text := c.pending.String()

@@ -126,7 +126,8 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 	var web *httpdoor.Door
 	if httpLn != nil {
 		web, err = httpdoor.New(s.core, httpdoor.Options{
-			Auth:     auth.SharedToken{Token: token},
+			Auth:     s.auth,
+			Throttle: s.throttle,
 			Models:   s.models,
 			Embedder: embedder{s.mem},
 			Log:      log,

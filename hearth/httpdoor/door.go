@@ -43,6 +43,16 @@ type Authenticator interface {
 	Authorize(id auth.Identity, res auth.Resource, act auth.Action) error
 }
 
+// Throttle is the failed-credential throttle (*auth.Throttle).
+type Throttle interface {
+	// Wait is what is left of the delay src's latest failure earned.
+	Wait(src netip.Addr) time.Duration
+	// Failed records a failure from src.
+	Failed(src netip.Addr) time.Duration
+	// Succeeded clears src's failures.
+	Succeeded(src netip.Addr)
+}
+
 // Embedder embeds texts for /v1/embeddings; its errors stay in the log.
 type Embedder interface {
 	Embed(ctx context.Context, texts []string) (model string, vecs [][]float32, err error)
@@ -57,9 +67,13 @@ type Models interface {
 
 // Options configure a Door.
 type Options struct {
-	Auth     Authenticator // required
-	Models   Models        // nil: only the companion's own model name
-	Embedder Embedder      // nil: /v1/embeddings answers 503
+	Auth Authenticator // required
+	// Throttle, when set, slows down the sources whose credentials fail;
+	// the daemon passes the one every door shares, so a source guessing
+	// on one door is slowed on all of them.
+	Throttle Throttle
+	Models   Models   // nil: only the companion's own model name
+	Embedder Embedder // nil: /v1/embeddings answers 503
 	Log      *slog.Logger
 
 	// MaxBody bounds a request body; default 1 MiB (ingest: MaxIngest,
@@ -219,22 +233,39 @@ func (d *Door) wrap(name string, rt route) http.Handler {
 	})
 }
 
+// throttled is the 429 of a source that must wait.
+func throttled(wait time.Duration) *apiError {
+	return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limited",
+		msg: "too many failed attempts from this address; try again later", retryAfter: wait}
+}
+
 // admit authenticates the bearer token and authorizes the route.
 func (d *Door) admit(c *call, rt route) error {
 	src := sourceAddr(c.r)
-	tok, ok := bearer(c.r.Header.Get("Authorization"))
-	if !ok {
-		return errUnauthenticated
+	if d.o.Throttle != nil {
+		if w := d.o.Throttle.Wait(src); w > 0 {
+			return throttled(w)
+		}
 	}
-	id, err := d.o.Auth.Authenticate(c.r.Context(), tok, src)
+	tok, ok := bearer(c.r.Header.Get("Authorization"))
+	var id auth.Identity
+	var err error = errUnauthenticated
+	if ok {
+		id, err = d.o.Auth.Authenticate(c.r.Context(), tok, src)
+	}
 	var thr *auth.ThrottledError
 	switch {
 	case errors.As(err, &thr):
-		return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limited",
-			msg: "too many failed attempts from this address; try again later", retryAfter: thr.RetryAfter}
+		return throttled(thr.RetryAfter)
 	case err != nil:
 		d.log.Info("http: authentication failed", "request_id", c.id, "route", c.route, "src", src)
+		if d.o.Throttle != nil {
+			d.o.Throttle.Failed(src)
+		}
 		return errUnauthenticated
+	}
+	if d.o.Throttle != nil {
+		d.o.Throttle.Succeeded(src)
 	}
 	c.who = id
 	if err := d.o.Auth.Authorize(id, rt.res, rt.act); err != nil {

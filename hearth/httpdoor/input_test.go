@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,5 +195,44 @@ func TestRequestID(t *testing.T) {
 	defer resp2.Body.Close()
 	if m := readBody(t, resp2, "health"); !strings.HasPrefix(m["request_id"].(string), "req_") {
 		t.Fatalf("request_id = %v", m["request_id"])
+	}
+}
+
+// A wrong token earns its source a delay in the throttle every door
+// shares: until it passes, even the right token is answered 429 with
+// what is left of it, and once it has passed the right token gets in and
+// clears the source.
+func TestThrottleSharedByDoors(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	thr := auth.NewThrottle(auth.ThrottleOptions{BaseDelay: 2 * time.Second, Now: clock})
+	th := startHearth(t, func(c *testConfig) { c.Door.Throttle = thr })
+
+	resp := th.doWith(t, "GET", "/v1/stats", nil, "wrong-token-wrong-token", "application/json")
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("wrong token: status %d", resp.StatusCode)
+	}
+	resp.Body.Close()
+	if n, _ := thr.Stats(); n != 1 {
+		t.Fatalf("the throttle counted %d failures, want 1", n)
+	}
+	resp = th.do(t, "GET", "/v1/stats", nil)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "2" {
+		t.Fatalf("right token inside the delay: status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if m := readBody(t, resp, "error"); m["retry_after_ms"] != float64(2000) {
+		t.Fatalf("retry_after_ms = %v", m["retry_after_ms"])
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Second)
+	mu.Unlock()
+	resp = th.do(t, "GET", "/v1/stats", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("right token after the delay: status %d", resp.StatusCode)
+	}
+	resp.Body.Close()
+	if _, sources := thr.Stats(); sources != 0 {
+		t.Fatalf("a success left %d sources on record", sources)
 	}
 }
