@@ -486,7 +486,8 @@ func (h *Hearth) memories(ctx context.Context, window []journal.Record, allow Al
 	if req.Query == "" {
 		return ""
 	}
-	return h.cfg.Memory.Relevant(ctx, req)
+	ents, req := h.entityContext(req)
+	return joinBlocks(ents, h.cfg.Memory.Relevant(ctx, req))
 }
 
 // contextWindow is the part of recent the model sees: the newest records,
