@@ -169,14 +169,20 @@ func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref st
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	allow := h.budget().Allowance()
+	budget := h.budget()
+	allow := budget.Allowance()
 	h.mu.Lock()
-	window := contextWindow(c.recent, h.cfg.ContextTurns, allow.Recent)
+	window, earlier := h.windowLocked(c, budget)
 	msgs, cont := buildContext(sess.system, window)
 	c.pending.Reset()
 	c.cancelTurn = cancel
 	h.mu.Unlock()
-	msgs = injectMemories(msgs, cont, h.memories(ctx, window, allow, sess))
+	// The summary of what left the window comes first, then memories.
+	block := h.memories(ctx, window, allow, sess)
+	if earlier != "" {
+		block = strings.TrimSpace(earlier + "\n\n" + block)
+	}
+	msgs = injectMemories(msgs, cont, block)
 	msgs = injectModeSwitch(msgs, h.takeInjection(c, time.Now()))
 	defer func() {
 		h.mu.Lock()
