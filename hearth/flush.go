@@ -146,8 +146,8 @@ func (h *Hearth) windowLocked(c *conversation, b ContextBudget) ([]journal.Recor
 	return window, block
 }
 
-// flushPending runs the flush pass when the window has passed FlushAt of
-// its share: the records about to leave it, after the flush cursor, are
+// flushPending runs the flush pass when the window, over the turns
+// curated, has passed FlushAt of its share: the records about to leave it, after the flush cursor, are
 // sent to the curator's model with the summary so far; its proposals go
 // through Propose, its summary to summaries/threads/ (one file per
 // flush, named after the first record it adds, so that a flush run again
@@ -161,11 +161,14 @@ func (h *Hearth) flushPending(ctx context.Context) error {
 	}
 	allow := h.budget().Allowance()
 	c.mu.Lock()
-	memo := c.flush
+	memo, curated := c.flush, c.health.Cursor
 	c.mu.Unlock()
 	h.mu.Lock()
 	recent := slices.Clone(h.conv.recent)
 	h.mu.Unlock()
+	// It looks ahead from the turns curated, not from a turn that may be
+	// arriving: what is flushed, and when, does not depend on the race.
+	recent = recent[:firstUnflushed(recent, curated)]
 	share := max(0, allow.Recent-estimateTokens(summaryBlock(memo)))
 	ahead := contextWindow(recent, max(2, h.cfg.ContextTurns*c.cfg.FlushAt/100), share*c.cfg.FlushAt/100)
 	var rng []journal.Record
