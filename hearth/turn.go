@@ -77,9 +77,10 @@ func (h *Hearth) openingMemories(ctx context.Context, c *conversation, share int
 	if h.cfg.Memory == nil {
 		return ""
 	}
-	allow := h.budget().Allowance()
+	budget := h.budget()
+	allow := budget.Allowance()
 	h.mu.Lock()
-	window := contextWindow(c.recent, h.cfg.ContextTurns, allow.Recent)
+	window, _ := h.windowLocked(c, budget)
 	var query []string
 	for i := len(c.recent) - 1; i >= 0 && len(query) < sessionTurns; i-- {
 		if r := c.recent[i]; (r.Role == memory.RoleUser || r.Role == memory.RoleAgent) && strings.TrimSpace(r.Text) != "" {
