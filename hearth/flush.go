@@ -171,8 +171,11 @@ func (h *Hearth) flushPending(ctx context.Context) error {
 	recent = recent[:firstUnflushed(recent, curated)]
 	share := max(0, allow.Recent-estimateTokens(summaryBlock(memo)))
 	ahead := contextWindow(recent, max(2, h.cfg.ContextTurns*c.cfg.FlushAt/100), share*c.cfg.FlushAt/100)
+	// The window may have grown past the cursor (a larger budget): then
+	// nothing is due.
+	lo, hi := firstUnflushed(recent, memo.Cursor), len(recent)-len(ahead)
 	var rng []journal.Record
-	for _, r := range recent[firstUnflushed(recent, memo.Cursor) : len(recent)-len(ahead)] {
+	for _, r := range recent[min(lo, hi):hi] {
 		if r.IsTurn() {
 			rng = append(rng, r)
 		}

@@ -334,3 +334,79 @@ func TestFlushCrashBeforeCursor(t *testing.T) {
 		t.Errorf("flush cursor %s, want %s", cur, again.Records[len(again.Records)-1])
 	}
 }
+
+// switchBudget is a context budget the test changes between turns.
+type switchBudget struct {
+	mu sync.Mutex
+	b  hearth.ContextBudget
+}
+
+func (s *switchBudget) Budget() hearth.ContextBudget {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b
+}
+
+func (s *switchBudget) set(b hearth.ContextBudget) {
+	s.mu.Lock()
+	s.b = b
+	s.mu.Unlock()
+}
+
+// TestFlushBudgetGrows: after a flush the owner raises the budget, so the
+// window now reaches back before the flush cursor: nothing is due, no
+// flush runs, and the flushed records are sent again, without the summary.
+func TestFlushBudgetGrows(t *testing.T) {
+	v, j, _ := openVaultRoot(t)
+	budgets := &switchBudget{b: flushBudget}
+	flushed := make(chan hearth.Flushed, 16)
+	chat := &recModel{}
+	fm := &flushModel{limit: 1}
+	curated := make(chan hearth.Curated, 64)
+	h := runCore(t, hearth.Config{
+		Journal: j, Vault: v, Models: fixed{chat}, ShutdownGrace: time.Second, Budgets: budgets,
+		Curator: &hearth.CuratorConfig{StateDir: t.TempDir(), Model: fm, OnFlush: func(f hearth.Flushed) { flushed <- f },
+			Observe: func(c hearth.Curated) { curated <- c }, Retry: backoff.Policy{Initial: time.Hour, Max: time.Hour}},
+	})
+	seen := 0
+	awaitCurated := func(n int) {
+		for ; seen < n; seen++ {
+			select {
+			case <-curated:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%d of %d turns curated", seen, n)
+			}
+		}
+	}
+	turns := 0
+	for i := 0; ; i++ {
+		turns++
+		sendAwait(t, h, longTurn(i))
+		select {
+		case <-flushed:
+		default:
+			if i < 20 {
+				continue
+			}
+			t.Fatalf("no flush after %d turns", i+1)
+		}
+		break
+	}
+	budgets.set(hearth.ContextBudget{Tokens: 100_000, Shares: hearth.ContextShares{Recent: 75}})
+	// A turn under the new budget, curated; the next is curated only
+	// after the flush pass that followed the first one is over.
+	sendAwait(t, h, longTurn(90))
+	awaitCurated(turns + 1)
+	sendAwait(t, h, longTurn(91))
+	awaitCurated(turns + 2)
+	var shown strings.Builder
+	for _, m := range chat.last() {
+		shown.WriteString(m.Content + "\n")
+	}
+	if !strings.Contains(shown.String(), "message 000 ") || strings.Contains(shown.String(), "Earlier in this conversation") {
+		t.Errorf("with a larger budget the window should hold every turn and no summary:\n%s", shown.String())
+	}
+	if hl := h.CuratorHealth(); hl.Flushes != 1 || hl.Cut != 0 {
+		t.Errorf("health %+v", hl)
+	}
+}
