@@ -41,10 +41,10 @@ type goldenThread struct {
 	} `yaml:"turns"`
 	Expect []struct {
 		Outcomes  []goldenOutcome `yaml:"outcomes"`
-		Rejected  []string `yaml:"rejected"` // substrings of the decoder's reasons
-		Questions int      `yaml:"questions"`
-		None      bool     `yaml:"none"`
-		Invalid   string   `yaml:"invalid"`
+		Rejected  []string        `yaml:"rejected"` // substrings of the decoder's reasons
+		Questions int             `yaml:"questions"`
+		None      bool            `yaml:"none"`
+		Invalid   string          `yaml:"invalid"`
 		// Flush is what the flush after this turn must make.
 		Flush *struct {
 			Summary  string          `yaml:"summary"` // policy's decision on the summary
