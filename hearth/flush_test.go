@@ -146,15 +146,27 @@ func TestFlushBeforeTrim(t *testing.T) {
 	chat := llmtest.NewOpenAI(t, "sk-chat")
 	chatModel := loggedChat{llm.NewOpenAI(llm.Config{Provider: llm.ProviderOpenAI, Model: "chat", BaseURL: chat.BaseURL(), APIKey: "sk-chat"}, nil), ev}
 	flushed := make(chan hearth.Flushed, 16)
+	curated := make(chan hearth.Curated, 64)
 	h := runCore(t, hearth.Config{
 		Journal: j, Vault: v, Models: fixed{chatModel}, ShutdownGrace: 5 * time.Second, Budget: flushBudget,
-		Curator: &hearth.CuratorConfig{StateDir: t.TempDir(), Model: &flushModel{ev: ev}, OnFlush: func(f hearth.Flushed) { flushed <- f }},
+		Curator: &hearth.CuratorConfig{StateDir: t.TempDir(), Model: &flushModel{ev: ev}, OnFlush: func(f hearth.Flushed) { flushed <- f },
+			Observe: func(c hearth.Curated) { curated <- c }},
 	})
+	// Each turn waits until the one before is curated, so the flush pass
+	// is at most a turn behind and never needs to cut (that takes five).
+	awaitCurated := func() {
+		select {
+		case <-curated:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("not curated; health %+v", h.CuratorHealth())
+		}
+	}
 	var sent []string
 	var first hearth.Flushed
 	for i := 0; ; i++ {
 		sent = append(sent, longTurn(i))
 		sendAwait(t, h, sent[i])
+		awaitCurated()
 		select {
 		case first = <-flushed:
 		default:
