@@ -78,9 +78,10 @@ func (h *Hearth) openingMemories(ctx context.Context, c *conversation, share int
 	if h.cfg.Memory == nil {
 		return ""
 	}
-	allow := h.budget().Allowance()
+	budget := h.budget()
+	allow := budget.Allowance()
 	h.mu.Lock()
-	window := contextWindow(c.recent, h.cfg.ContextTurns, allow.Recent)
+	window, _ := h.windowLocked(c, budget)
 	var query []string
 	for i := len(c.recent) - 1; i >= 0 && len(query) < sessionTurns; i-- {
 		if r := c.recent[i]; (r.Role == memory.RoleUser || r.Role == memory.RoleAgent) && strings.TrimSpace(r.Text) != "" {
@@ -170,14 +171,20 @@ func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref st
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	allow := h.budget().Allowance()
+	budget := h.budget()
+	allow := budget.Allowance()
 	h.mu.Lock()
-	window := contextWindow(c.recent, h.cfg.ContextTurns, allow.Recent)
+	window, earlier := h.windowLocked(c, budget)
 	msgs, cont := buildContext(sess.system, window)
 	c.pending.Reset()
 	c.cancelTurn = cancel
 	h.mu.Unlock()
-	msgs = injectMemories(msgs, cont, h.memories(ctx, window, allow, sess))
+	// The summary of what left the window comes first, then memories.
+	block := h.memories(ctx, window, allow, sess)
+	if earlier != "" {
+		block = strings.TrimSpace(earlier + "\n\n" + block)
+	}
+	msgs = injectMemories(msgs, cont, block)
 	msgs = injectModeSwitch(msgs, h.takeInjection(c, time.Now()))
 	// Once the agent is done, the turn can no longer be cancelled: its
 	// reply is being stored. Cleared before the reply is published, so a
