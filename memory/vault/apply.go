@@ -21,6 +21,9 @@ const (
 	AuthorAgent   = "agent"
 	AuthorOwner   = "owner"
 	AuthorCurator = "curator"
+	// AuthorExternalPrefix starts the author of an external agent's
+	// proposal: "external:<name>", name of [a-z0-9_-].
+	AuthorExternalPrefix = "external:"
 )
 
 // ErrStale is wrapped by Apply's error when the file changed since the
