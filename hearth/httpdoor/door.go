@@ -79,7 +79,7 @@ type Options struct {
 	// Metrics, when set, records every request and is served at
 	// /metrics (the owner's); nil: /metrics is 404.
 	Metrics *telemetry.Metrics
-	Log      *slog.Logger
+	Log     *slog.Logger
 
 	// MaxBody bounds a request body; default 1 MiB (ingest: MaxIngest,
 	// default 8 MiB).
