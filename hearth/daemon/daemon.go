@@ -120,12 +120,6 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 	// owner asks over the protocol (mnemo stop), as SIGTERM does.
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	door, err := ndjson.New(s.core, ndjson.Options{Token: token, Auth: s.auth, Throttle: s.throttle,
-		TLS: tlsCfg, Fingerprint: fingerprint, Log: log, Shutdown: stop})
-	if err != nil {
-		return err
-	}
-	var web *httpdoor.Door
 	var metrics *telemetry.Metrics
 	var metricsWait func() error
 	if httpLn != nil {
@@ -137,6 +131,14 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 		if metricsWait, err = metrics.Watch(ctx, s.core); err != nil {
 			return err
 		}
+	}
+	door, err := ndjson.New(s.core, ndjson.Options{Token: token, Auth: s.auth, Throttle: s.throttle, Metrics: metrics,
+		TLS: tlsCfg, Fingerprint: fingerprint, Log: log, Shutdown: stop})
+	if err != nil {
+		return err
+	}
+	var web *httpdoor.Door
+	if httpLn != nil {
 		web, err = httpdoor.New(s.core, httpdoor.Options{
 			Metrics:  metrics,
 			Auth:     s.auth,

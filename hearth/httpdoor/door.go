@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -301,7 +302,7 @@ func (d *Door) finish(c *call, err error) {
 	} else if err != nil {
 		d.log.Warn("http: stream ended with an error", "request_id", c.id, "route", c.route, "err", err)
 	}
-	d.o.Metrics.Request("http", c.route, c.status, time.Since(c.start))
+	d.o.Metrics.Request("http", c.route, strconv.Itoa(c.status), time.Since(c.start))
 	d.log.Info("http", "request_id", c.id, "method", c.r.Method, "route", c.route, "status", c.status,
 		"subject", c.who.Subject, "ms", time.Since(c.start).Milliseconds())
 }

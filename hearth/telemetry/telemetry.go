@@ -11,7 +11,6 @@ package telemetry
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -76,12 +75,14 @@ func (m *Metrics) Registry() *prometheus.Registry {
 	return m.reg
 }
 
-// Request records a request a door answered.
-func (m *Metrics) Request(door, route string, status int, d time.Duration) {
+// Request records a request a door answered: status is the HTTP
+// status, or on the NDJSON door ok or forbidden. A message's time is its
+// handling by the door (a turn's reply streams after).
+func (m *Metrics) Request(door, route, status string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(door, route, strconv.Itoa(status)).Observe(d.Seconds())
+	m.requests.WithLabelValues(door, route, status).Observe(d.Seconds())
 }
 
 // Search records a memory search and whether it found anything.
