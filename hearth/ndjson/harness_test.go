@@ -15,8 +15,8 @@ import (
 
 	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/auth"
-	"github.com/mnemo/mnemo/hearth/telemetry"
 	"github.com/mnemo/mnemo/hearth/llm"
+	"github.com/mnemo/mnemo/hearth/telemetry"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
