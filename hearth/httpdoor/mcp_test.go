@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -262,5 +265,63 @@ func TestMCPAuthorization(t *testing.T) {
 				t.Errorf("%s with %q: %d", path, tok, resp.StatusCode)
 			}
 		}
+	}
+}
+
+// TestMCPNodeClient: the npm MCP client (@modelcontextprotocol/sdk, which
+// make test installs) in a node script: tools, a search, a proposal
+// applied and read back. It skips without the package, except in CI.
+func TestMCPNodeClient(t *testing.T) {
+	dir := os.Getenv("MNEMO_NODE_CLIENTS")
+	if dir == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("MNEMO_NODE_CLIENTS is not set in CI: make test installs the npm MCP client")
+		}
+		t.Skip("MNEMO_NODE_CLIENTS is not set: run `make test` to install the npm MCP client and run this test")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("MNEMO_NODE_CLIENTS is set but node is not on PATH: %v", err)
+	}
+	st, toks := pairedStore(t)
+	th := startHearth(t, func(tc *testConfig) {
+		tc.Vault = true
+		tc.Door.Auth = st
+		tc.Hits = []memory.Hit{{ID: "01TURN", Kind: memory.KindTurn, Session: "main", Text: "we planned the trip to Porto", Score: 0.9, Role: "user"}}
+	})
+	// The script runs from a copy beside node_modules, so that its
+	// imports resolve there.
+	src, err := os.ReadFile("testdata/mcp-client.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "..", "mcp-client.mjs")
+	if err := os.WriteFile(script, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	note := projectNote("the mnemo project answers node agents over its MCP door")
+	cmd := exec.CommandContext(t.Context(), node, script, th.url+"/mcp", toks[auth.ActorExternalAgent], note)
+	cmd.Stderr = t.Output()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, out)
+	}
+	var got struct {
+		Tools     []string      `json:"tools"`
+		Search    mcpSearchOut  `json:"search"`
+		Propose   mcpProposeOut `json:"propose"`
+		ReadError bool          `json:"readError"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if want := []string{ToolMemoryList, ToolMemoryPropose, ToolMemoryRead, ToolMemorySearch}; !slices.Equal(got.Tools, want) {
+		t.Errorf("tools %v", got.Tools)
+	}
+	if len(got.Search.Snippets) != 1 || got.Search.Snippets[0].ID != "01TURN" {
+		t.Errorf("search %+v", got.Search)
+	}
+	if got.Propose.Decision != "applied" || got.ReadError {
+		t.Errorf("propose %+v, read error %v", got.Propose, got.ReadError)
 	}
 }
