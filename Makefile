@@ -181,3 +181,16 @@ $(NODE_CLIENTS_DIR)/.installed: Makefile
 	mkdir -p $(NODE_CLIENTS_DIR)
 	npm install --prefix $(NODE_CLIENTS_DIR) --no-audit --no-fund --loglevel=error $(NODE_CLIENT_PKGS)
 	touch $@
+
+# Crash-and-fault harness and soak (bench/reliability; DESIGN.md,
+# Reliability), against the real hearth built without the race detector.
+# make test runs the short versions (20 kill -9 cycles, a 10 s soak).
+CYCLES ?= 1000
+SOAK   ?= 10m
+.PHONY: reliability soak
+
+reliability:
+	$(GO) test -count=1 -timeout 6h -v -run 'TestCrashLoop|TestDiskFull|TestReadOnlyRoot' ./bench/reliability -args -cycles $(CYCLES) -race=false
+
+soak:
+	$(GO) test -count=1 -timeout 3h -v -run TestSoak ./bench/reliability -args -soak $(SOAK) -race=false

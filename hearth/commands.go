@@ -128,7 +128,7 @@ func (h *Hearth) Search(ctx context.Context, req memory.SearchRequest) ([]memory
 		h.log.Warn("search failed", "err", err)
 		return nil, &Problem{Code: CodeInternal, Message: "memory search failed; details are in hearth's log"}
 	}
-	return hits, nil
+	return h.expandSearch(ctx, req, hits), nil
 }
 
 // Keep stores a memory the agent chose to keep (the cache_store tool): a

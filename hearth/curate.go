@@ -40,6 +40,13 @@ type CuratorConfig struct {
 	// Observe, when set, is told of each turn curated, after its cursor
 	// is saved (tests and evals wait on it). It must not block long.
 	Observe func(Curated)
+	// FlushAt is how full (percent of the recent-turn share) the window
+	// may get before the flush pass summarises what is about to leave it
+	// (see flushPending); 0: DefaultFlushAt; negative: no flush pass, and
+	// the window trims as without a curator.
+	FlushAt int
+	// OnFlush, when set, is told of each flush after its cursor is saved.
+	OnFlush func(Flushed)
 }
 
 // Curated is what the curator made of one turn.
@@ -68,6 +75,16 @@ type CuratorHealth struct {
 	Applied, Queued, Rejected int // proposals, by what policy (or the decoder) decided
 	Questions                 int
 	LastError                 string // the last failure, "" after a success
+	// FlushCursor is the last record flushed (summarised before it may
+	// leave the window); Unflushed the records due for a flush, as of
+	// the last pass; Flushes the flushes since start.
+	FlushCursor string
+	Unflushed   int
+	Flushes     int
+	// Kept is how many unflushed records the latest context kept past
+	// the recent share; Cut how many it had to leave out unflushed,
+	// past the whole budget (the context then says so).
+	Kept, Cut int
 }
 
 // curatorState is the worker's: its wake-up, cursor and health.
@@ -80,6 +97,8 @@ type curatorState struct {
 
 	mu     sync.Mutex
 	health CuratorHealth
+	flush  flushMemo // the flush cursor, as saved
+	active bool      // the worker runs: the window waits for flushes
 }
 
 func newCuratorState(cfg *CuratorConfig) *curatorState {
@@ -90,6 +109,10 @@ func newCuratorState(cfg *CuratorConfig) *curatorState {
 	if c.cfg.Context <= 0 {
 		c.cfg.Context = 12
 	}
+	if c.cfg.FlushAt == 0 {
+		c.cfg.FlushAt = DefaultFlushAt
+	}
+	c.cfg.FlushAt = min(c.cfg.FlushAt, 100)
 	if c.cfg.Retry == (backoff.Policy{}) {
 		c.cfg.Retry = backoff.Policy{Initial: 5 * time.Second, Max: 10 * time.Minute, JitterBelow: 0.2, JitterAbove: 0.2}
 	}
@@ -135,14 +158,24 @@ func (h *Hearth) startCurator(ctx context.Context) (done func()) {
 		h.log.Error("curator: no cursor; the curator is off", "err", err)
 		return func() {}
 	}
+	flush, err := h.loadFlush()
+	if err != nil {
+		h.log.Error("curator: no flush cursor; the curator is off", "err", err)
+		return func() {}
+	}
 	c.mu.Lock()
 	c.health.Cursor = cursor
+	c.flush, c.health.FlushCursor, c.active = flush, flush.Cursor, true
 	c.mu.Unlock()
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
 		for attempt := 0; ; {
-			if err := h.curatePending(ctx); err != nil && ctx.Err() == nil {
+			err := h.curatePending(ctx)
+			if err == nil {
+				err = h.flushPending(ctx)
+			}
+			if err != nil && ctx.Err() == nil {
 				attempt++
 				h.log.Warn("curator: pass failed; the turns wait", "err", err, "attempt", attempt)
 				t := time.NewTimer(c.cfg.Retry.Delay(attempt))

@@ -28,26 +28,46 @@ import (
 type goldenThread struct {
 	Name  string            `yaml:"name"`
 	Notes map[string]string `yaml:"notes"` // files in the vault before
+	// Budget, when set, is the context budget: tokens, and the recent
+	// share (the others 0), small enough for a flush.
+	Budget *struct {
+		Tokens int `yaml:"tokens"`
+		Recent int `yaml:"recent"`
+	} `yaml:"budget"`
 	Turns []struct {
 		User    string `yaml:"user"`
 		Curator string `yaml:"curator"` // $U<n>/$A<n>: the ids of turn n's user and agent records
+		Flush   string `yaml:"flush"`   // the flush pass's reply, when one is due after this turn
 	} `yaml:"turns"`
 	Expect []struct {
-		Outcomes []struct {
-			Path     string `yaml:"path"`
-			Decision string `yaml:"decision"`
-			Why      string `yaml:"why"` // a substring of policy's why
-		} `yaml:"outcomes"`
-		Rejected  []string `yaml:"rejected"` // substrings of the decoder's reasons
-		Questions int      `yaml:"questions"`
-		None      bool     `yaml:"none"`
-		Invalid   string   `yaml:"invalid"`
+		Outcomes  []goldenOutcome `yaml:"outcomes"`
+		Rejected  []string        `yaml:"rejected"` // substrings of the decoder's reasons
+		Questions int             `yaml:"questions"`
+		None      bool            `yaml:"none"`
+		Invalid   string          `yaml:"invalid"`
+		// Flush is what the flush after this turn must make.
+		Flush *struct {
+			Summary  string          `yaml:"summary"` // policy's decision on the summary
+			Records  int             `yaml:"records"` // how many records it covered
+			Outcomes []goldenOutcome `yaml:"outcomes"`
+		} `yaml:"flush"`
+		// Context and NotContext are texts the chat request of this turn
+		// must, and must not, hold.
+		Context    []string `yaml:"context"`
+		NotContext []string `yaml:"not_context"`
 	} `yaml:"expect"` // one per turn
 	Absent []string `yaml:"absent"` // files that must not be in the vault
 	Recall *struct {
 		Query string `yaml:"query"`
 		Path  string `yaml:"path"`
 	} `yaml:"recall"`
+}
+
+// goldenOutcome is what policy must decide on one proposal.
+type goldenOutcome struct {
+	Path     string `yaml:"path"`
+	Decision string `yaml:"decision"`
+	Why      string `yaml:"why"` // a substring of policy's why
 }
 
 const curatorKey = "sk-SECRET-curator-0123456789"
@@ -59,6 +79,7 @@ type scriptedCurator struct {
 	*llm.OpenAI
 	srv     *llmtest.Server
 	replies []string
+	flushes []string // the flush pass's replies, in order
 
 	mu   sync.Mutex
 	n    int
@@ -70,6 +91,18 @@ var shownRecord = regexp.MustCompile(`(?m)^\[([0-9A-Z]{26})\] (user|agent):`)
 
 func (m *scriptedCurator) Stream(ctx context.Context, req llm.Request, onText func(string)) (llm.Response, error) {
 	m.mu.Lock()
+	if req.Output != nil && req.Output.Name == curator.FlushSchemaName {
+		reply := ""
+		if len(m.flushes) > 0 {
+			reply, m.flushes = m.flushes[0], m.flushes[1:]
+			for k, v := range m.ids {
+				reply = strings.ReplaceAll(reply, k, v)
+			}
+		}
+		m.mu.Unlock()
+		m.srv.Enqueue(llmtest.Reply{Chunks: []llmtest.Chunk{{Text: reply}}})
+		return m.OpenAI.Stream(ctx, req, onText)
+	}
 	m.n++
 	msg := req.Messages[len(req.Messages)-1].Content
 	m.msgs = append(m.msgs, msg)
@@ -157,19 +190,28 @@ func runGolden(t *testing.T, g goldenThread) {
 	chat := llmtest.NewOpenAI(t, "sk-chat")
 	chatModel := llm.NewOpenAI(llm.Config{Provider: llm.ProviderOpenAI, Model: "chat", BaseURL: chat.BaseURL(), APIKey: "sk-chat"}, nil)
 	cur := llmtest.NewOpenAI(t, curatorKey)
-	var replies []string
+	var replies, flushes []string
 	for _, turn := range g.Turns {
 		replies = append(replies, strings.TrimSpace(turn.Curator))
+		if turn.Flush != "" {
+			flushes = append(flushes, strings.TrimSpace(turn.Flush))
+		}
 	}
 	curModel := &scriptedCurator{
 		OpenAI: llm.NewOpenAI(llm.Config{Provider: llm.ProviderOpenAI, Model: "curator", BaseURL: cur.BaseURL(), APIKey: curatorKey}, nil),
-		srv:    cur, replies: replies, ids: map[string]string{},
+		srv:    cur, replies: replies, flushes: flushes, ids: map[string]string{},
 	}
 	curated := make(chan hearth.Curated, len(g.Turns))
-	h := runCore(t, hearth.Config{
+	flushed := make(chan hearth.Flushed, len(g.Turns))
+	cfg := hearth.Config{
 		Journal: j, Vault: v, Memory: mem, Models: fixed{chatModel}, ShutdownGrace: 5 * time.Second,
-		Curator: &hearth.CuratorConfig{StateDir: t.TempDir(), Model: curModel, Observe: func(c hearth.Curated) { curated <- c }},
-	})
+		Curator: &hearth.CuratorConfig{StateDir: t.TempDir(), Model: curModel, Observe: func(c hearth.Curated) { curated <- c },
+			OnFlush: func(f hearth.Flushed) { flushed <- f }},
+	}
+	if g.Budget != nil {
+		cfg.Budget = hearth.ContextBudget{Tokens: g.Budget.Tokens, Shares: hearth.ContextShares{Recent: g.Budget.Recent}}
+	}
+	h := runCore(t, cfg)
 	for i, turn := range g.Turns {
 		if err := h.Send("r"+strconv.Itoa(i), turn.User); err != nil {
 			t.Fatal(err)
@@ -204,6 +246,42 @@ func runGolden(t *testing.T, g goldenThread) {
 		if len(got.Questions) != want.Questions || got.None != want.None || !strings.Contains(got.Invalid, want.Invalid) || (want.Invalid == "") != (got.Invalid == "") {
 			t.Errorf("turn %d: questions %v none %v invalid %q; want %d, %v, %q", i+1, got.Questions, got.None, got.Invalid, want.Questions, want.None, want.Invalid)
 		}
+		if len(want.Context)+len(want.NotContext) > 0 {
+			reqs := chat.Requests()
+			var shown strings.Builder
+			for _, m := range reqs[len(reqs)-1].Messages {
+				shown.WriteString(m.Content + "\n")
+			}
+			for _, c := range want.Context {
+				if !strings.Contains(shown.String(), c) {
+					t.Errorf("turn %d: the model was not sent %q:\n%s", i+1, c, shown.String())
+				}
+			}
+			for _, c := range want.NotContext {
+				if strings.Contains(shown.String(), c) {
+					t.Errorf("turn %d: the model was sent %q", i+1, c)
+				}
+			}
+		}
+		if wf := want.Flush; wf != nil {
+			var f hearth.Flushed
+			select {
+			case f = <-flushed:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("turn %d: no flush; health %+v", i+1, h.CuratorHealth())
+			}
+			if f.Outcome.Decision != wf.Summary || len(f.Records) != wf.Records || len(f.Outcomes) != len(wf.Outcomes) {
+				t.Fatalf("turn %d: flush %+v, want %+v", i+1, f, *wf)
+			}
+			for k, w := range wf.Outcomes {
+				if o := f.Outcomes[k]; o.Path != w.Path || o.Decision != w.Decision || !strings.Contains(o.Why, w.Why) {
+					t.Errorf("turn %d: flush outcome %+v, want %+v", i+1, o, w)
+				}
+			}
+			if b, err := v.Read(f.Path); err != nil || !strings.Contains(string(b), f.Summary) {
+				t.Errorf("turn %d: summary %s: %v", i+1, f.Path, err)
+			}
+		}
 		for _, q := range got.Questions {
 			if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(q))); err != nil || !strings.HasPrefix(q, vault.QuestionsDir+"/") {
 				t.Errorf("question %s: %v", q, err)
@@ -217,6 +295,9 @@ func runGolden(t *testing.T, g goldenThread) {
 	}
 	// The curator asked for the schema, by name, strictly, every time.
 	for _, r := range cur.Requests() {
+		if r.Output != nil && r.Output.Name == curator.FlushSchemaName && r.Output.Strict {
+			continue
+		}
 		if r.Output == nil || r.Output.Name != curator.SchemaName || !r.Output.Strict || r.Output.Type != "json_schema" {
 			t.Errorf("curator request without the strict schema: %+v", r.Output)
 		}
@@ -224,7 +305,7 @@ func runGolden(t *testing.T, g goldenThread) {
 			t.Errorf("curator request %+v", r)
 		}
 	}
-	if hl := h.CuratorHealth(); hl == nil || hl.Turns != len(g.Turns) || hl.Uncurated != 0 || hl.Calls != len(g.Turns) {
+	if hl := h.CuratorHealth(); hl == nil || hl.Turns != len(g.Turns) || hl.Uncurated != 0 || hl.Calls != len(g.Turns)+len(flushes) || hl.Flushes != len(flushes) {
 		t.Errorf("curator health %+v", hl)
 	}
 	if g.Recall != nil {

@@ -108,6 +108,7 @@ func (h *Hearth) forget(ctx context.Context, c *conversation, ids []string, by s
 		h.log.Error("journal append failed", "err", err)
 		return err
 	}
+	h.observeEntities(tomb) // the graph is rebuilt without them
 	if m := h.cfg.Memory; m != nil {
 		m.Notify(tomb.ID)
 		if err := m.Forget(ctx, ids, false); err != nil {

@@ -67,6 +67,7 @@ func TestForgetPublishesAndHides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { j.Close() }) // after both cores stop: cleanups run last first
 	h, _ := startForgetCore(t, j)
 	a, b := newRecorder(), newRecorder()
 	a.watch(t, h, hearth.WatchOptions{})

@@ -89,6 +89,9 @@ type Config struct {
 	Budget  ContextBudget
 	// Memory injects relevant memories and answers searches; nil: none.
 	Memory Memory
+	// Entities is the entity graph: searches are expanded with it and
+	// the entities a turn names are injected; nil: none.
+	Entities Entities
 	// Tools are offered to the model; nil offers none.
 	Tools agent.Tools
 	// Anchor opens every session; nil injects nothing.
@@ -358,6 +361,7 @@ func (h *Hearth) commit(ctx context.Context, c *conversation, rec journal.Record
 	if h.cfg.Memory != nil {
 		h.cfg.Memory.Notify(stored.ID)
 	}
+	h.observeEntities(stored)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c.rememberLocked(stored)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mnemo/mnemo/hearth/agent"
@@ -77,9 +78,10 @@ func (h *Hearth) openingMemories(ctx context.Context, c *conversation, share int
 	if h.cfg.Memory == nil {
 		return ""
 	}
-	allow := h.budget().Allowance()
+	budget := h.budget()
+	allow := budget.Allowance()
 	h.mu.Lock()
-	window := contextWindow(c.recent, h.cfg.ContextTurns, allow.Recent)
+	window, _ := h.windowLocked(c, budget)
 	var query []string
 	for i := len(c.recent) - 1; i >= 0 && len(query) < sessionTurns; i-- {
 		if r := c.recent[i]; (r.Role == memory.RoleUser || r.Role == memory.RoleAgent) && strings.TrimSpace(r.Text) != "" {
@@ -169,20 +171,31 @@ func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref st
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	allow := h.budget().Allowance()
+	budget := h.budget()
+	allow := budget.Allowance()
 	h.mu.Lock()
-	window := contextWindow(c.recent, h.cfg.ContextTurns, allow.Recent)
+	window, earlier := h.windowLocked(c, budget)
 	msgs, cont := buildContext(sess.system, window)
 	c.pending.Reset()
 	c.cancelTurn = cancel
 	h.mu.Unlock()
-	msgs = injectMemories(msgs, cont, h.memories(ctx, window, allow, sess))
+	// The summary of what left the window comes first, then memories.
+	block := h.memories(ctx, window, allow, sess)
+	if earlier != "" {
+		block = strings.TrimSpace(earlier + "\n\n" + block)
+	}
+	msgs = injectMemories(msgs, cont, block)
 	msgs = injectModeSwitch(msgs, h.takeInjection(c, time.Now()))
-	defer func() {
+	// Once the agent is done, the turn can no longer be cancelled: its
+	// reply is being stored. Cleared before the reply is published, so a
+	// cancel that follows the done answers "nothing to cancel" instead of
+	// cancelling a finished turn in silence.
+	uncancellable := sync.OnceFunc(func() {
 		h.mu.Lock()
 		c.cancelTurn = nil
 		h.mu.Unlock()
-	}()
+	})
+	defer uncancellable()
 
 	obs := &turnObserver{h: h, c: c, ref: ref, model: model, cancel: cancel}
 	reporting := retryReporter{Model: model, onRetry: func(r llm.Retry) {
@@ -197,6 +210,7 @@ func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref st
 	if cause := context.Cause(ctx); errors.Is(cause, errReplyTooLong) || errors.Is(cause, errCancelled) {
 		err = cause
 	}
+	uncancellable()
 
 	h.mu.Lock()
 	text := c.pending.String()
@@ -479,7 +493,8 @@ func (h *Hearth) memories(ctx context.Context, window []journal.Record, allow Al
 	if req.Query == "" {
 		return ""
 	}
-	return h.cfg.Memory.Relevant(ctx, req)
+	ents, req := h.entityContext(req)
+	return joinBlocks(ents, h.cfg.Memory.Relevant(ctx, req))
 }
 
 // contextWindow is the part of recent the model sees: the newest records,

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mnemo/mnemo/memory/graph"
 	"github.com/mnemo/mnemo/memory/recall"
 )
 
@@ -71,7 +72,13 @@ type Options struct {
 	// (recall.IndexText) rather than its text alone, which is what mnemo's
 	// indexer does because it measures better (bench/README.md).
 	EmbedContext bool
-	Log          *slog.Logger // progress; nil discards
+	// Entities, when set, turns on entity expansion under this archetype:
+	// each group's documents build its entity graph (memory/graph's
+	// deterministic extractor), and a query naming entities is searched
+	// again with the names of related ones, that ranking fused in at the
+	// archetype's expansion weight.
+	Entities *graph.Archetype
+	Log      *slog.Logger // progress; nil discards
 }
 
 // DefaultKs are the cutoffs LoCoMo reports.
@@ -278,10 +285,17 @@ func runGroup(ctx context.Context, g *Group, b Backend, o Options, depth int) (s
 		return id
 	}
 
+	var entities *graph.Graph
+	if o.Entities != nil {
+		entities = GroupGraph(g, *o.Entities)
+	}
 	for _, mode := range o.Modes {
 		search, err := b.Searcher(idx, mode)
 		if err != nil {
 			return st, nil, fmt.Errorf("%s searcher: %w", mode, err)
+		}
+		if entities != nil {
+			search = expandSearch(search, entities)
 		}
 		rs := make([]QueryResult, 0, len(g.Queries))
 		for _, q := range g.Queries {
@@ -540,4 +554,38 @@ func span(cats []string) string {
 		labels[i] = cmp.Or(c, "(none)")
 	}
 	return " (" + strings.Join(labels, ", ") + ")"
+}
+
+// GroupGraph is the entity graph of a group's documents, each a user
+// turn by its speaker.
+func GroupGraph(g *Group, arch graph.Archetype) *graph.Graph {
+	gr := graph.New(arch)
+	for _, d := range g.Docs {
+		gr.Add(graph.Event{ID: d.ID, Session: d.Session, TS: d.TS, Type: graph.EventUser, Actor: "user", Speaker: d.Speaker, Text: d.Text})
+	}
+	return gr
+}
+
+// expandSearch is search with entity expansion: a query naming entities
+// of gr is searched again with the names of related entities, and the
+// two rankings fused, the second at the archetype's expansion weight.
+func expandSearch(search SearchFunc, gr *graph.Graph) SearchFunc {
+	x := gr.Archetype().Context.Expansion
+	return func(ctx context.Context, q SearchQuery) ([]string, error) {
+		ranked, err := search(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		more := graph.ExpandedQuery(q.Text, gr.Expand(q.Text, x.Related))
+		if more == "" {
+			return ranked, nil
+		}
+		eq := q
+		eq.Text = more
+		expanded, err := search(ctx, eq)
+		if err != nil {
+			return nil, err
+		}
+		return graph.Fuse(ranked, expanded, x.Weight), nil
+	}
 }

@@ -42,7 +42,14 @@ func mcpServer(t *testing.T) (url string, auth chan string) {
 		}
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		srv.Close()
+		// The handler keeps each client's session reading until it is
+		// closed; hearth is gone, so close them (goleak in TestMain).
+		for ss := range s.Sessions() {
+			ss.Close()
+		}
+	})
 	return srv.URL, auth
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/mnemo/mnemo/hearth/hearthtest"
 	"github.com/mnemo/mnemo/hearth/llm/llmtest"
 	"github.com/mnemo/mnemo/ipc"
+	"go.uber.org/goleak"
 )
 
 const token = hearthtest.Token
@@ -33,6 +34,12 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(bins.Dir)
+	// The clients, stand-in servers and daemon watchers the tests started
+	// in this process must all be gone (DESIGN.md, Reliability).
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, "goleak:", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 

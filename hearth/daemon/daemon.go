@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +35,7 @@ import (
 	"github.com/mnemo/mnemo/hearth/voicekey"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/graph"
 	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/recall/indexer"
 	"github.com/mnemo/mnemo/memory/recollect"
@@ -223,6 +225,8 @@ type System struct {
 	// stopRecall ends recall's background work; recallDone closes after.
 	stopRecall context.CancelFunc
 	recallDone chan struct{}
+	// stopEntities ends the entity graph's background work, saving it.
+	stopEntities func()
 }
 
 // open assembles hearth over the memory root o names.
@@ -285,6 +289,10 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		mem.Run(recallCtx)
 	}()
 
+	var notesCore atomic.Pointer[hearth.Hearth] // the entity notes are written through it once it is up
+	entities, stopEntities := startEntities(ctx, root, j, vlt, &notesCore, log)
+	s.stopEntities = stopEntities
+
 	// The auth layer lives beside the token file: auth.json, the TLS
 	// certificate. A client's own core (--local) keeps none.
 	dir := authDir(cfg)
@@ -303,7 +311,16 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		ManifestDir: filepath.Join(root.Dir(), "tools"),
 		Builtins: append([]tools.Builtin{
 			tools.CurrentTime(time.Now),
-			tools.MemorySearch(mem.Search),
+			// Through the core: the search is expanded with the entities.
+			tools.MemorySearch(func(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error) {
+				return core.Search(ctx, req)
+			}),
+			tools.MemoryEntities(func(_ context.Context, q graph.Query) ([]graph.Entity, error) {
+				return core.FindEntities(q)
+			}),
+			tools.MemoryRelated(func(_ context.Context, name string, limit int) (graph.Entity, []graph.Neighbor, error) {
+				return core.RelatedEntities(name, limit)
+			}),
 			tools.CacheStore(func(ctx context.Context, label, content string) (string, error) {
 				return core.Keep(ctx, label, content)
 			}),
@@ -366,6 +383,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		Budget:         cfg.Budget(),
 		Budgets:        prefs,
 		Memory:         mem,
+		Entities:       entities,
 		Tools:          s.registry,
 		Anchor:         anchor{root},
 		Voice:          voice,
@@ -382,6 +400,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 	if err != nil {
 		return nil, err
 	}
+	notesCore.Store(core)
 	prefs.mu.Lock()
 	prefs.announce = core.Announce
 	prefs.mu.Unlock()
@@ -396,6 +415,9 @@ func (s *System) Close() {
 	if s.stopRecall != nil {
 		s.stopRecall()
 		<-s.recallDone
+	}
+	if s.stopEntities != nil {
+		s.stopEntities()
 	}
 	if s.registry != nil {
 		s.registry.Close()

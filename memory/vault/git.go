@@ -58,14 +58,12 @@ func (c *gitCache) commit(ctx context.Context, dir string, paths []string, messa
 		return fail(err)
 	}
 	lock := filepath.Join(dir, git.GitDirName, "index.lock")
-	lf, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
-	switch {
+	switch err := takeIndexLock(lock); {
 	case errors.Is(err, fs.ErrExist):
 		return fail(fmt.Errorf("%w: %s exists: another git process is running, or one crashed (remove the file if no git is running)", ErrIndexLocked, lock))
 	case err != nil:
 		return fail(fmt.Errorf("cannot lock the git index: %w", err))
 	}
-	lf.Close()
 	defer os.Remove(lock)
 
 	repo, err := memory.OpenRepository(dir)

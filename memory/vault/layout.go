@@ -96,9 +96,13 @@ func Ensure(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (
 // it created, as author "job:layout" with one ledger line per file, so that
 // git holds the layout from the start. A failed commit is returned as a
 // *CommitError with the Vault: the files are written, and the next commit
-// of those paths takes them in.
+// of those paths takes them in. Its caller holds the root's lock: a git
+// index lock a killed hearth left is removed (one of git's stays).
 func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*Vault, error) {
 	v := New(dir, log)
+	if err := clearStaleIndexLock(dir, log); err != nil {
+		return nil, err
+	}
 	created, err := Ensure(ctx, dir, defaults, log)
 	if err != nil {
 		return nil, err

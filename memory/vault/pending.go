@@ -170,7 +170,8 @@ func (v *Vault) Pending() (int, error) {
 // unledgered. It returns the paths committed; at the first commit that
 // fails it stops with the *CommitError, leaving the rest waiting. A write
 // whose files a crash left untouched commits nothing (git's HEAD holds
-// it already) and is dropped.
+// it already) and is dropped; the temporary files a crash left beside
+// them are removed.
 func (v *Vault) CommitPending(ctx context.Context) (Result, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -181,6 +182,7 @@ func (v *Vault) CommitPending(ctx context.Context) (Result, error) {
 	size := ledgerSize(v.dir)
 	var res Result
 	for i, p := range ps {
+		removeTemps(v.dir, p.Paths) // a write a kill cut short
 		// Only the newest record can be unledgered (a crash cut its
 		// write short): every write before it ledgered itself.
 		if i < len(ps)-1 || size > p.LedgerSize {

@@ -50,7 +50,7 @@ func DefaultPolicy() Policy {
 	return Policy{
 		Version: 1,
 		AutoApply: AutoApplyPolicy{
-			Paths:         []string{"summaries/", "knowledge/projects/", "knowledge/system/tool_catalog.md"},
+			Paths:         []string{"summaries/", "knowledge/projects/", "knowledge/system/tool_catalog.md", "entities/"},
 			MinConfidence: 0.7,
 		},
 		Queue: QueuePolicy{

@@ -25,6 +25,7 @@ import (
 
 	"github.com/mnemo/mnemo/bench/internal/backend"
 	"github.com/mnemo/mnemo/bench/recallbench"
+	"github.com/mnemo/mnemo/memory/graph"
 	"github.com/mnemo/mnemo/memory/recall"
 )
 
@@ -54,6 +55,8 @@ type config struct {
 	groups     int  // >0: only the first groups
 	context    int  // preceding turns as each document's context; 0: none
 	embedCtx   bool // embed text and context, not text alone
+	// archetype is the archetype file entity expansion uses; "" is off.
+	archetype string
 }
 
 func main() {
@@ -73,6 +76,8 @@ func main() {
 	flag.IntVar(&cfg.groups, "groups", 0, "only the first N groups (conversations), for quick runs")
 	flag.IntVar(&cfg.context, "context", recall.ContextTurns, "preceding turns of the same session indexed as each document's retrieval context (recall.Doc.Context); 0 for none")
 	flag.BoolVar(&cfg.embedCtx, "embed-context", false, "embed each document's text and context rather than its text alone (mnemo's indexer embeds the text)")
+	entities := flag.Bool("entities", false, "entity expansion: search a query naming people, places or things again with the names of related ones, fused at the archetype's weight (data/vault/config/archetype.yml unless -archetype)")
+	flag.StringVar(&cfg.archetype, "archetype", "", "archetype file for -entities (default the companion archetype in data/vault)")
 	verbose := flag.Bool("v", false, "log progress")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -85,6 +90,9 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.modes = splitList(*modes)
+	if *entities && cfg.archetype == "" {
+		cfg.archetype = filepath.Join(backend.RepoRoot(), "data", "vault", filepath.FromSlash(graph.ArchetypeFile))
+	}
 	if *separate != "" {
 		s := splitList(*separate)
 		if *separate == "-" {
@@ -163,7 +171,21 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer, log *slog.Lo
 		fmt.Fprintln(stderr, "recall:", n)
 	}
 
+	var arch *graph.Archetype
+	if cfg.archetype != "" {
+		b, err := os.ReadFile(cfg.archetype)
+		if err != nil {
+			return fmt.Errorf("archetype: %w", err)
+		}
+		a, err := graph.ParseArchetype(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", cfg.archetype, err)
+		}
+		arch = &a
+		notes = append(notes, fmt.Sprintf("Entity expansion on: archetype %s, %d related names per entity at weight %g.", a.Name, a.Context.Expansion.Related, a.Context.Expansion.Weight))
+	}
 	res, err := recallbench.Run(ctx, ds, b, recallbench.Options{
+		Entities:     arch,
 		Modes:        modes,
 		Ks:           cfg.ks,
 		Batch:        cfg.batch,

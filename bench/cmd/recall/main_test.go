@@ -161,3 +161,20 @@ func TestLoCoMo(t *testing.T) {
 		t.Errorf("report lacks the overall row:\n%s", stdout.String())
 	}
 }
+
+func TestRunEntities(t *testing.T) {
+	cfg := baseConfig(t)
+	cfg.data = "testdata/tiny.jsonl"
+	cfg.archetype = "../../../data/vault/config/archetype.yml"
+	var stdout bytes.Buffer
+	if err := run(context.Background(), cfg, &stdout, io.Discard, discard()); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !strings.Contains(stdout.String(), "Entity expansion on: archetype companion") {
+		t.Errorf("report does not say expansion is on:\n%s", stdout.String())
+	}
+	cfg.archetype = filepath.Join(t.TempDir(), "absent.yml")
+	if err := run(context.Background(), cfg, io.Discard, io.Discard, discard()); err == nil {
+		t.Error("a missing archetype file: no error")
+	}
+}

@@ -1,0 +1,13 @@
+package wire
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package when a test leaves a goroutine running
+// (DESIGN.md, Reliability).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
