@@ -318,21 +318,5 @@ func (d *Door) mcpPropose(ctx context.Context, id auth.Identity, in mcpProposeIn
 }
 
 // ExternalAuthor is the vault author of an external agent's proposal:
-// external:<subject>, the subject folded to what an author may hold.
-func ExternalAuthor(id auth.Identity) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(id.Subject) {
-		if b.Len() >= 64 {
-			break
-		}
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	if b.Len() == 0 {
-		return vault.AuthorExternalPrefix + "agent"
-	}
-	return vault.AuthorExternalPrefix + b.String()
-}
+// external:<subject>.
+func ExternalAuthor(id auth.Identity) string { return vault.ExternalAuthor(id.Subject) }
