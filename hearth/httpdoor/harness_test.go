@@ -16,10 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mnemo/mnemo/data"
 	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/hearth/llm"
+	"github.com/mnemo/mnemo/hearth/telemetry"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/vault"
@@ -146,6 +149,7 @@ type testConfig struct {
 	Door     Options
 	Embedder Embedder
 	Quiet    bool // no log (benchmarks)
+	Metrics  bool // telemetry on a fresh registry, watching the core
 }
 
 type testHearth struct {
@@ -154,6 +158,7 @@ type testHearth struct {
 	core    *hearth.Hearth
 	model   *scriptModel
 	journal *journal.Journal
+	metrics *telemetry.Metrics
 	log     *syncBuffer
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -229,6 +234,9 @@ func startHearth(t testing.TB, mutate func(*testConfig)) *testHearth {
 		o.Auth = roleAuth{SharedToken: auth.SharedToken{Token: testToken}}
 	}
 	o.Log, o.Models, o.Embedder = log, ms, tc.Embedder
+	if tc.Metrics {
+		o.Metrics = telemetry.New(prometheus.NewRegistry())
+	}
 	door, err := New(core, o)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +247,19 @@ func startHearth(t testing.TB, mutate func(*testConfig)) *testHearth {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	th := &testHearth{url: "http://" + ln.Addr().String(), addr: ln.Addr().String(), core: core, model: tc.Model, journal: j, log: logBuf, cancel: cancel, done: make(chan struct{})}
+	th.metrics = o.Metrics
 	var wg sync.WaitGroup
+	if o.Metrics != nil {
+		wait, err := o.Metrics.Watch(ctx, core)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			if err := wait(); err != nil {
+				t.Errorf("telemetry: %v", err)
+			}
+		})
+	}
 	wg.Go(func() { core.Run(ctx) })
 	wg.Go(func() {
 		if err := door.Serve(ctx, ln); err != nil {

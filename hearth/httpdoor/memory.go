@@ -100,6 +100,7 @@ func (d *Door) query(c *call) error {
 	if err != nil {
 		return err
 	}
+	d.o.Metrics.Search(len(hits))
 	c.trace.step("retrieval", time.Since(t0), fmt.Sprintf("%d hits over %s", len(hits), strings.Join(kinds, ",")))
 	out := queryResponse{Snippets: []snippet{}, Citations: []string{}, RequestID: c.id, Debug: c.trace}
 	seen := map[string]bool{}

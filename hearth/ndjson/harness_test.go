@@ -16,6 +16,7 @@ import (
 	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/hearth/llm"
+	"github.com/mnemo/mnemo/hearth/telemetry"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
@@ -47,6 +48,7 @@ type testConfig struct {
 	Throttle         *auth.Throttle
 	TLS              *tls.Config
 	Fingerprint      string
+	Metrics          *telemetry.Metrics
 
 	// Model answers every turn (Config.Models). NoModel, when Model is
 	// nil, is the error the models report instead (shown to clients).
@@ -128,6 +130,7 @@ func (c *testConfig) build() (hearth.Config, Options) {
 	}
 	return cfg, Options{
 		Token:            testToken,
+		Metrics:          c.Metrics,
 		MaxClients:       c.MaxClients,
 		ClientQueue:      c.ClientQueue,
 		ClientBudget:     c.ClientBudget,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mnemo/mnemo/hearth"
 	"github.com/mnemo/mnemo/hearth/auth"
+	"github.com/mnemo/mnemo/hearth/telemetry"
 	"github.com/mnemo/mnemo/hearth/wire"
 	"github.com/mnemo/mnemo/ipc"
 )
@@ -53,7 +54,10 @@ type Options struct {
 	// Shutdown, when set, is how the owner's shutdown message stops
 	// hearth gracefully (as SIGTERM does); nil refuses it.
 	Shutdown func()
-	Log      *slog.Logger
+	// Metrics, when set, records each message's handling by type and
+	// the refused handshakes.
+	Metrics *telemetry.Metrics
+	Log     *slog.Logger
 }
 
 func (o *Options) setDefaults() {
@@ -236,6 +240,7 @@ func (s *Server) authenticate(ctx context.Context, nc net.Conn, r *ipc.Reader, i
 	}
 	if herr != nil && herr.Code != ipc.CodeForbidden && herr.Code != ipc.CodeProtocol {
 		d := s.gate.failed(ip)
+		s.opts.Metrics.AuthFailure("ndjson")
 		s.log.Warn("handshake refused", "remote", remote, "reason", herr.Code, "delay", d)
 		backoff.Sleep(ctx, d)
 		refuse(nc, herr)
@@ -333,6 +338,8 @@ type conn struct {
 
 	mu  sync.Mutex
 	why *ipc.Error // what to tell the client as the connection ends
+
+	metrics *telemetry.Metrics
 }
 
 func (c *conn) setWhy(e *ipc.Error) {
@@ -346,7 +353,7 @@ func (c *conn) setWhy(e *ipc.Error) {
 // session serves an authenticated client until it leaves, misbehaves
 // beyond recovery, falls behind or hearth shuts down.
 func (s *Server) session(ctx context.Context, nc net.Conn, r *ipc.Reader, hello *ipc.Connect, id auth.Identity, remote string) {
-	c := &conn{nc: nc, id: s.nextID.Add(1), log: s.log, who: id, auth: s.opts.Auth, fingerprint: s.opts.Fingerprint}
+	c := &conn{nc: nc, id: s.nextID.Add(1), log: s.log, who: id, auth: s.opts.Auth, fingerprint: s.opts.Fingerprint, metrics: s.opts.Metrics}
 	// The identity rides in ctx into the core's calls (the turn's tools).
 	sess, err := wire.Open(auth.WithIdentity(context.WithoutCancel(ctx), id), s.core, wire.Options{
 		Watch: hearth.WatchOptions{
@@ -423,15 +430,20 @@ func (c *conn) readLoop(r *ipc.Reader, sess *wire.Session) {
 			sess.Close() // closed, reset or cut off
 			return
 		}
+		t0 := time.Now()
 		if err := authorize(c.auth, c.who, m); err != nil {
 			c.log.Warn("request forbidden", "client", c.id, "type", m.Type(), "subject", c.who.Subject, "actor", c.who.Actor)
 			sess.Reply(forbidden(m))
+			c.metrics.Request("ndjson", m.Type(), "forbidden", time.Since(t0))
 			continue
 		}
 		if c.handleAuth(m) {
+			c.metrics.Request("ndjson", m.Type(), "ok", time.Since(t0))
 			continue
 		}
-		if !sess.Handle(m) {
+		ok := sess.Handle(m)
+		c.metrics.Request("ndjson", m.Type(), "ok", time.Since(t0))
+		if !ok {
 			sess.Close()
 			return
 		}

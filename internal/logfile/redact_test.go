@@ -17,6 +17,17 @@ func TestRedact(t *testing.T) {
 		{"xai-AbCdEf0123456789 and sk_live_0123456789", "[redacted] and [redacted]"},
 		{"Authorization: Bearer eyJhbGciOi.x-y_z", "Authorization: [redacted]"},
 		{"token Zq3xT9vB2nLk8sWd4fGh7jKm1pRt6yUe", "token [redacted]"},
+		// Account numbers: IBANs (with a valid check), long digit runs.
+		{"pay to GB82 WEST 1234 5698 7654 32 today", "pay to [account] today"},
+		{"iban=DE89370400440532013000", "iban=[account]"},
+		{"NL91ABNA0417164300.", "[account]."},
+		{"card 4111 1111 1111 1111 expires", "card [account] expires"},
+		{"acct 000123456789", "acct [account]"},
+		{"ref 1234-5678-9012-3456", "ref [account]"},
+		// Kept: an IBAN-shaped code whose check fails, short numbers, dates, phone-length runs.
+		{"part GB00WEST12345698765432", "part GB00WEST12345698765432"},
+		{"port 7745 and 11 digits 12345678901", "port 7745 and 11 digits 12345678901"},
+		{"at 2026-11-26 10:12:00", "at 2026-11-26 10:12:00"},
 		// Kept: request ids (ULIDs), hashes, paths, words.
 		{"turn 01HQ0000000000000000000001 done", "turn 01HQ0000000000000000000001 done"},
 		{"commit 3f786850e387550fdab836ed7e6dc881de23001b", "commit 3f786850e387550fdab836ed7e6dc881de23001b"},
@@ -57,7 +68,7 @@ func TestRedactHandler(t *testing.T) {
 // FuzzRedact: RedactString never panics, is idempotent, and whatever it
 // returns holds no e-mail address it would hide.
 func FuzzRedact(f *testing.F) {
-	for _, s := range []string{"owner@example.com", "sk-abcdefghijklmnop", "Bearer x.y.z-123456", "Zq3xT9vB2nLk8sWd4fGh7jKm1pRt6yUe", "a@b@c.d", "@@..", "sk-"} {
+	for _, s := range []string{"owner@example.com", "sk-abcdefghijklmnop", "Bearer x.y.z-123456", "Zq3xT9vB2nLk8sWd4fGh7jKm1pRt6yUe", "a@b@c.d", "@@..", "sk-", "GB82 WEST 1234 5698 7654 32", "4111-1111-1111-1111"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

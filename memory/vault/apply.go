@@ -21,7 +21,31 @@ const (
 	AuthorAgent   = "agent"
 	AuthorOwner   = "owner"
 	AuthorCurator = "curator"
+	// AuthorExternalPrefix starts the author of an external agent's
+	// proposal: "external:<name>", name of [a-z0-9_-].
+	AuthorExternalPrefix = "external:"
 )
+
+// ExternalAuthor is the author of a proposal by another party named
+// name (a device's or agent's subject): external:<name>, folded to
+// lower case, letters, digits, - and _, at most 64 of them.
+func ExternalAuthor(name string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		if b.Len() >= 64 {
+			break
+		}
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	if b.Len() == 0 {
+		return AuthorExternalPrefix + "agent"
+	}
+	return AuthorExternalPrefix + b.String()
+}
 
 // ErrStale is wrapped by Apply's error when the file changed since the
 // proposal was made: nothing is written, and the proposal must be made again

@@ -51,6 +51,7 @@ func TestDecide(t *testing.T) {
 	}{
 		// Apply: low risk, sourced, confident, in an auto-apply path.
 		{"project note", project, nil, Apply},
+		{"an external agent's project note", with(project, func(p *Proposal) { p.Author = "external:crush-laptop" }), nil, Apply},
 		{"thread summary", create("summaries/threads/2026-01-30.md", noteText("summary", Active, 0.8, "", "we talked about the vault layout today")), nil, Apply},
 		{"tool catalog", create("knowledge/system/tool_catalog.md", noteText("tool_catalog", Active, 1, "", "search: find turns in the journal by meaning")), nil, Apply},
 		{"update with matching base", with(update, func(p *Proposal) {
@@ -80,6 +81,8 @@ func TestDecide(t *testing.T) {
 		{".gitignore", create(".gitignore", "*"), nil, Reject},
 		{"author that would corrupt a commit", with(project, func(p *Proposal) { p.Author = "agent <x@y> 0 +0000\ncommitter" }), nil, Reject},
 		{"unknown author", with(project, func(p *Proposal) { p.Author = "someone" }), nil, Reject},
+		{"external author without a name", with(project, func(p *Proposal) { p.Author = "external:" }), nil, Reject},
+		{"external author with a space", with(project, func(p *Proposal) { p.Author = "external:a b" }), nil, Reject},
 		{"bad id", with(project, func(p *Proposal) { p.ID = "prop_../../x" }), nil, Reject},
 		{"supersedes twice", with(project, func(p *Proposal) { p.Supersedes = []string{"knowledge/projects/a.md", "knowledge/projects/a.md"} }), nil, Reject},
 		{"supersedes itself", with(project, func(p *Proposal) { p.Supersedes = []string{p.Path} }), nil, Reject},

@@ -42,7 +42,7 @@ type Proposal struct {
 	Patch   *Patch   `json:"patch,omitempty"`   // or a patch of a note (update)
 	Reason  string   `json:"reason"`
 	Sources []Source `json:"sources,omitempty"`
-	Author  string   `json:"author"` // agent, owner, curator, job:<name>
+	Author  string   `json:"author"` // agent, owner, curator, job:<name>, external:<name>
 	// Risk is the proposer's own estimate (low, medium, high); Domains the
 	// sensitive domains it sees (health, finance, legal…). Policy reads
 	// them, but never trusts a low estimate over its own rules.
@@ -96,7 +96,7 @@ func (p *Proposal) validate() error {
 		return err
 	}
 	if !validAuthor(p.Author) {
-		return fmt.Errorf("author %q: want agent, owner, curator or job:<name>", p.Author)
+		return fmt.Errorf("author %q: want agent, owner, curator, job:<name> or external:<name>", p.Author)
 	}
 	if err := checkPath(p.Path); err != nil {
 		return err
@@ -158,6 +158,11 @@ func validAuthor(a string) bool {
 		return true
 	}
 	name, ok := strings.CutPrefix(a, "job:")
+	if !ok {
+		// Another agent writing through a door (MCP): its proposals
+		// are under the policy like the companion's.
+		name, ok = strings.CutPrefix(a, AuthorExternalPrefix)
+	}
 	if !ok || name == "" || len(name) > 64 {
 		return false
 	}

@@ -41,7 +41,7 @@ func SaveQuestion(dir string, q *Question) (string, error) {
 		return "", fmt.Errorf("question %s: no text", q.ID)
 	}
 	if !validAuthor(q.Author) {
-		return "", fmt.Errorf("question %s: author %q: want agent, owner, curator or job:<name>", q.ID, q.Author)
+		return "", fmt.Errorf("question %s: author %q: want agent, owner, curator, job:<name> or external:<name>", q.ID, q.Author)
 	}
 	if q.CreatedAt.IsZero() {
 		q.CreatedAt = time.Now().UTC()
