@@ -173,7 +173,13 @@ func TestFlushBeforeTrim(t *testing.T) {
 			if i < 20 {
 				continue
 			}
-			t.Fatalf("no flush after %d turns; health %+v", i+1, h.CuratorHealth())
+			// The worker runs behind the turns on a loaded machine:
+			// enough is said, so wait for the flush it owes.
+			select {
+			case first = <-flushed:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no flush after %d turns; health %+v", i+1, h.CuratorHealth())
+			}
 		}
 		break
 	}
@@ -301,7 +307,13 @@ func TestFlushCrashBeforeCursor(t *testing.T) {
 			if i < 20 {
 				continue
 			}
-			t.Fatalf("no flush after %d turns", i+1)
+			// The worker runs behind the turns on a loaded machine:
+			// enough is said, so wait for the flush it owes.
+			select {
+			case first = <-flushed:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no flush after %d turns", i+1)
+			}
 		}
 		break
 	}
@@ -400,7 +412,13 @@ func TestFlushBudgetGrows(t *testing.T) {
 			if i < 20 {
 				continue
 			}
-			t.Fatalf("no flush after %d turns", i+1)
+			// The worker runs behind the turns on a loaded machine:
+			// enough is said, so wait for the flush it owes.
+			select {
+			case <-flushed:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no flush after %d turns", i+1)
+			}
 		}
 		break
 	}

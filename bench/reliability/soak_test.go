@@ -3,6 +3,7 @@ package reliability
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -58,12 +59,16 @@ func TestSoak(t *testing.T) {
 		conns[i] = c
 	}
 	end := time.Now().Add(total)
+	// The client whose turn it is to ask ends the soak for all (finish),
+	// so that no client waits for a question nobody will ask.
+	run, finish := context.WithCancel(ctx)
+	defer finish()
 	var wg sync.WaitGroup
 	errs := make(chan error, soakClients)
 	for i, c := range conns {
 		wg.Go(func() {
 			defer c.Close()
-			if err := soakClient(ctx, c, i, end, model, m); err != nil {
+			if err := soakClient(run, finish, c, i, end, model, m); err != nil {
 				errs <- fmt.Errorf("client %d: %w", i, err)
 				cancel()
 			}
@@ -109,9 +114,10 @@ func TestSoak(t *testing.T) {
 
 // soakClient reads every message hearth sends; after the n-th reply (n
 // counted alike by every client) client n%soakClients asks the next
-// question, until end. It records the gaps between chunks and, for its own
-// questions, the wait for the first chunk.
-func soakClient(ctx context.Context, c *ipc.Conn, i int, end time.Time, model *llmtest.Server, m *soakMeter) error {
+// question, until end: the client whose turn it is then calls finish
+// instead, which ends every client's wait. It records the gaps between
+// chunks and, for its own questions, the wait for the first chunk.
+func soakClient(ctx context.Context, finish context.CancelFunc, c *ipc.Conn, i int, end time.Time, model *llmtest.Server, m *soakMeter) error {
 	var chunks []llmtest.Chunk
 	for range soakChunks {
 		chunks = append(chunks, llmtest.Chunk{Text: "word ", Delay: soakDelay})
@@ -131,6 +137,9 @@ func soakClient(ctx context.Context, c *ipc.Conn, i int, end time.Time, model *l
 	for {
 		msg, err := c.Recv(ctx)
 		if err != nil {
+			if errors.Is(context.Cause(ctx), context.Canceled) {
+				return nil // finished
+			}
 			return fmt.Errorf("recv after %d replies: %w", replies, err)
 		}
 		switch msg := msg.(type) {
@@ -150,10 +159,11 @@ func soakClient(ctx context.Context, c *ipc.Conn, i int, end time.Time, model *l
 			if i == 0 {
 				m.reply()
 			}
-			if time.Now().After(end) {
-				return nil
-			}
 			if replies%soakClients == i {
+				if time.Now().After(end) {
+					finish()
+					return nil
+				}
 				if err := ask(); err != nil {
 					return err
 				}
