@@ -69,6 +69,25 @@ func RedactString(s string) string {
 	})
 	s = digitsRE.ReplaceAllString(s, RedactedAccount)
 	return opaqueRE.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.HasPrefix(m, "/") {
+			// An absolute path (a test's temp dir mixes all three):
+			// only a long segment of it may be a secret.
+			segs := strings.Split(m, "/")
+			for i, seg := range segs {
+				if len(seg) >= 32 {
+					segs[i] = hideOpaque(seg)
+				}
+			}
+			return strings.Join(segs, "/")
+		}
+		return hideOpaque(m)
+	})
+}
+
+// hideOpaque is RedactedToken when m mixes upper case, lower case and
+// digits, else m.
+func hideOpaque(m string) string {
+	{
 		var upper, lower, digit bool
 		for _, r := range m {
 			switch {
@@ -84,7 +103,7 @@ func RedactString(s string) string {
 			return RedactedToken
 		}
 		return m
-	})
+	}
 }
 
 func digits(s string) int {

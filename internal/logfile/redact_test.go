@@ -32,6 +32,9 @@ func TestRedact(t *testing.T) {
 		{"turn 01HQ0000000000000000000001 done", "turn 01HQ0000000000000000000001 done"},
 		{"commit 3f786850e387550fdab836ed7e6dc881de23001b", "commit 3f786850e387550fdab836ed7e6dc881de23001b"},
 		{"knowledge/people/ada-lovelace.md", "knowledge/people/ada-lovelace.md"},
+		{"dir=/tmp/TestHTTPDoorE2E3712283845/001/root", "dir=/tmp/TestHTTPDoorE2E3712283845/001/root"},
+		// A secret as a segment of a path is still hidden.
+		{"/run/Zq3xT9vB2nLk8sWd4fGh7jKm1pRt6yUe/x", "/run/[redacted]/x"},
 		{"short", "short"},
 		{"", ""},
 	}
