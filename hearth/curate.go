@@ -415,31 +415,8 @@ func (h *Hearth) curateTurn(ctx context.Context, turn []journal.Record) error {
 	for _, r := range res.Rejected {
 		h.log.Warn("curator: op rejected", "turn", turn[0].ID, "index", r.Index, "op", r.Op, "path", r.Path, "why", r.Why)
 	}
-	applied, queued, rejected := 0, 0, len(res.Rejected)
-	for _, p := range res.Proposals {
-		out, err := h.Propose(ctx, p)
-		if err != nil {
-			h.log.Warn("curator: proposal failed", "id", p.ID, "path", p.Path, "err", err)
-			out = ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: err.Error()}
-		}
-		done.Outcomes = append(done.Outcomes, out)
-		switch out.Decision {
-		case DecisionApplied:
-			applied++
-		case DecisionQueued:
-			queued++
-		default:
-			rejected++
-		}
-	}
-	for _, q := range res.Questions {
-		path, err := vault.SaveQuestion(h.cfg.Vault.Dir(), &q)
-		if err != nil {
-			h.log.Warn("curator: question not saved", "err", err)
-			continue
-		}
-		done.Questions = append(done.Questions, path)
-	}
+	var applied, queued, rejected int
+	done.Outcomes, done.Questions, applied, queued, rejected = h.carryOut(ctx, "curator", res)
 	asked := len(done.Questions)
 	h.log.Info("curated", "turn", turn[0].ID, "records", len(turn), "applied", applied, "queued", queued,
 		"rejected", rejected, "questions", asked, "none", res.None,
@@ -452,4 +429,38 @@ func (h *Hearth) curateTurn(ctx context.Context, turn []journal.Record) error {
 	c.health.Questions += asked
 	c.mu.Unlock()
 	return nil
+}
+
+// carryOut proposes what a curator's pass decoded, each through Propose
+// under the vault's policy, and saves its questions for the owner; it
+// returns the outcomes, the questions' paths, and how many proposals were
+// applied, queued and rejected (those Decode refused included). what
+// names the pass in the log.
+func (h *Hearth) carryOut(ctx context.Context, what string, res curator.Result) (outs []ProposalOutcome, questions []string, applied, queued, rejected int) {
+	rejected = len(res.Rejected)
+	for _, p := range res.Proposals {
+		out, err := h.Propose(ctx, p)
+		if err != nil {
+			h.log.Warn(what+": proposal failed", "id", p.ID, "path", p.Path, "err", err)
+			out = ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: err.Error()}
+		}
+		outs = append(outs, out)
+		switch out.Decision {
+		case DecisionApplied:
+			applied++
+		case DecisionQueued:
+			queued++
+		default:
+			rejected++
+		}
+	}
+	for _, q := range res.Questions {
+		path, err := vault.SaveQuestion(h.cfg.Vault.Dir(), &q)
+		if err != nil {
+			h.log.Warn(what+": question not saved", "err", err)
+			continue
+		}
+		questions = append(questions, path)
+	}
+	return outs, questions, applied, queued, rejected
 }

@@ -233,30 +233,8 @@ func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Re
 	for _, r := range rng {
 		done.Records = append(done.Records, r.ID)
 	}
-	applied, queued, rejected := 0, 0, len(res.Rejected)
-	for _, p := range res.Proposals {
-		out, err := h.Propose(ctx, p)
-		if err != nil {
-			out = ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionRejected, Why: err.Error()}
-		}
-		done.Outcomes = append(done.Outcomes, out)
-		switch out.Decision {
-		case DecisionApplied:
-			applied++
-		case DecisionQueued:
-			queued++
-		default:
-			rejected++
-		}
-	}
-	for _, q := range res.Questions {
-		path, err := vault.SaveQuestion(h.cfg.Vault.Dir(), &q)
-		if err != nil {
-			h.log.Warn("flush: question not saved", "err", err)
-			continue
-		}
-		done.Questions = append(done.Questions, path)
-	}
+	var applied, queued, rejected int
+	done.Outcomes, done.Questions, applied, queued, rejected = h.carryOut(ctx, "flush", res)
 	first, last := rng[0].ID, rng[len(rng)-1].ID
 	done.Path = vault.SummariesDir + "/threads/" + h.conv.id + "-" + first + ".md"
 	out, err := h.writeSummary(ctx, done.Path, first, last, summary)
