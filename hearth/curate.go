@@ -366,34 +366,10 @@ func (h *Hearth) curatorPrompt() string {
 // and counted, and the turn is done.
 func (h *Hearth) curateTurn(ctx context.Context, turn []journal.Record) error {
 	c := h.curator
-	model := c.cfg.Model
-	if model == nil {
-		m, err := h.model()
-		if err != nil {
-			return err
-		}
-		model = m
-	}
 	before := h.curatorContext(turn)
 	shown := append(before, turn...)
-	req := llm.Request{
-		Model: c.cfg.ModelName,
-		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: h.curatorPrompt()},
-			{Role: llm.RoleUser, Content: curator.Message(h.conv.id, shown, len(before))},
-		},
-		Output: &llm.OutputSchema{Name: curator.SchemaName, Schema: curator.Schema, Strict: true},
-	}
-	resp, err := model.Stream(ctx, req, func(string) {})
-	var usage llm.Usage
-	if resp.Usage != nil {
-		usage = *resp.Usage
-	}
-	c.mu.Lock()
-	c.health.Calls++
-	c.health.InputTokens += usage.InputTokens
-	c.health.OutputTokens += usage.OutputTokens
-	c.mu.Unlock()
+	resp, usage, err := h.curatorAsk(ctx, h.curatorPrompt(), curator.Message(h.conv.id, shown, len(before)),
+		&llm.OutputSchema{Name: curator.SchemaName, Schema: curator.Schema, Strict: true})
 	if err != nil {
 		return fmt.Errorf("curator model: %w", err)
 	}
@@ -463,4 +439,35 @@ func (h *Hearth) carryOut(ctx context.Context, what string, res curator.Result) 
 		questions = append(questions, path)
 	}
 	return outs, questions, applied, queued, rejected
+}
+
+// curatorAsk makes one of the curator's model calls (a pass or a flush):
+// the curator's model, else the conversation's, asked for out; its calls
+// and tokens are counted in the curator's health.
+func (h *Hearth) curatorAsk(ctx context.Context, system, user string, out *llm.OutputSchema) (llm.Response, llm.Usage, error) {
+	c := h.curator
+	model := c.cfg.Model
+	if model == nil {
+		m, err := h.model()
+		if err != nil {
+			return llm.Response{}, llm.Usage{}, err
+		}
+		model = m
+	}
+	req := llm.Request{
+		Model:    c.cfg.ModelName,
+		Messages: []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: user}},
+		Output:   out,
+	}
+	resp, err := model.Stream(ctx, req, func(string) {})
+	var usage llm.Usage
+	if resp.Usage != nil {
+		usage = *resp.Usage
+	}
+	c.mu.Lock()
+	c.health.Calls++
+	c.health.InputTokens += usage.InputTokens
+	c.health.OutputTokens += usage.OutputTokens
+	c.mu.Unlock()
+	return resp, usage, err
 }

@@ -186,32 +186,8 @@ func (h *Hearth) flushPending(ctx context.Context) error {
 	if len(rng) == 0 {
 		return nil
 	}
-	model := c.cfg.Model
-	if model == nil {
-		m, err := h.model()
-		if err != nil {
-			return err
-		}
-		model = m
-	}
-	req := llm.Request{
-		Model: c.cfg.ModelName,
-		Messages: []llm.Message{
-			{Role: llm.RoleSystem, Content: h.flushPrompt()},
-			{Role: llm.RoleUser, Content: curator.FlushMessage(h.conv.id, memo.Summary, rng)},
-		},
-		Output: &llm.OutputSchema{Name: curator.FlushSchemaName, Schema: curator.FlushSchema, Strict: true},
-	}
-	resp, err := model.Stream(ctx, req, func(string) {})
-	var usage llm.Usage
-	if resp.Usage != nil {
-		usage = *resp.Usage
-	}
-	c.mu.Lock()
-	c.health.Calls++
-	c.health.InputTokens += usage.InputTokens
-	c.health.OutputTokens += usage.OutputTokens
-	c.mu.Unlock()
+	resp, _, err := h.curatorAsk(ctx, h.flushPrompt(), curator.FlushMessage(h.conv.id, memo.Summary, rng),
+		&llm.OutputSchema{Name: curator.FlushSchemaName, Schema: curator.FlushSchema, Strict: true})
 	if err == nil {
 		var res curator.Result
 		var summary string
