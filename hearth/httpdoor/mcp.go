@@ -196,11 +196,7 @@ func (d *Door) mcpSearch(ctx context.Context, _ auth.Identity, in mcpSearchIn) (
 	d.o.Metrics.Search(len(hits))
 	out := mcpSearchOut{Snippets: []snippet{}}
 	for _, h := range hits {
-		s := snippet{ID: h.ID, Kind: h.Kind, Text: h.Text, Score: h.Score, Citation: citation(h), Role: h.Role, Path: h.Path, Heading: h.Heading}
-		if !h.TS.IsZero() {
-			s.TS = h.TS.UTC().Format(time.RFC3339Nano)
-		}
-		out.Snippets = append(out.Snippets, s)
+		out.Snippets = append(out.Snippets, snippetOf(h))
 	}
 	return out, nil
 }

@@ -105,10 +105,7 @@ func (d *Door) query(c *call) error {
 	out := queryResponse{Snippets: []snippet{}, Citations: []string{}, RequestID: c.id, Debug: c.trace}
 	seen := map[string]bool{}
 	for _, h := range hits {
-		s := snippet{ID: h.ID, Kind: h.Kind, Text: h.Text, Score: h.Score, Citation: citation(h), Role: h.Role, Path: h.Path, Heading: h.Heading}
-		if !h.TS.IsZero() {
-			s.TS = h.TS.UTC().Format(time.RFC3339Nano)
-		}
+		s := snippetOf(h)
 		out.Snippets = append(out.Snippets, s)
 		if !seen[s.Citation] {
 			seen[s.Citation] = true
@@ -511,4 +508,13 @@ func (d *Door) healthDetailed(c *call) error {
 	}
 	writeJSON(c, http.StatusOK, detailedHealth{Status: status, Components: comp, Version: d.o.Version, Stats: st, RequestID: c.id})
 	return nil
+}
+
+// snippetOf is a hit as /v1/query and the MCP door's memory_search show it.
+func snippetOf(h memory.Hit) snippet {
+	s := snippet{ID: h.ID, Kind: h.Kind, Text: h.Text, Score: h.Score, Citation: citation(h), Role: h.Role, Path: h.Path, Heading: h.Heading}
+	if !h.TS.IsZero() {
+		s.TS = h.TS.UTC().Format(time.RFC3339Nano)
+	}
+	return s
 }
