@@ -85,7 +85,8 @@ func turnEnd(ref string, partial **ipc.Done) func(ipc.Msg) bool {
 				*partial = m
 			}
 		case *ipc.Error:
-			return m.Ref == ref
+			// tool_error only tells of a failed tool: the turn goes on.
+			return m.Ref == ref && m.Code != ipc.CodeToolError
 		}
 		return false
 	}
