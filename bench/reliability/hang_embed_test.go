@@ -175,6 +175,7 @@ func embedded(s *embedtest.Server, text string) bool {
 // embeds what it missed. SIGTERM while the embedder hangs ends hearth at
 // once: nothing waits on the indexer.
 func TestEmbedderHangs(t *testing.T) {
+	t.Parallel() // the hang tests wait mostly on timeouts: side by side
 	const key = "ek-test-0123456789"
 	for _, tc := range []struct {
 		name         string

@@ -120,6 +120,7 @@ func toolOutcome(t *testing.T, c *ipc.Conn, ref string, during func()) (*ipc.Too
 // still answers pings; on a new process after the exit), and SIGTERM
 // while a call hangs ends hearth cleanly.
 func TestMCPServerHangs(t *testing.T) {
+	t.Parallel() // the hang tests wait mostly on timeouts: side by side
 	gw := gatewayFile(t)
 	for _, tc := range []struct {
 		name, tool string

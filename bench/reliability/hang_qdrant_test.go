@@ -186,6 +186,7 @@ func indexed(t *testing.T, c *ipc.Conn) int {
 // once Qdrant is back the indexer stores what it missed. SIGTERM while
 // Qdrant stalls ends hearth at once.
 func TestQdrantHangs(t *testing.T) {
+	t.Parallel() // the hang tests wait mostly on timeouts: side by side
 	for _, tc := range []struct {
 		name         string
 		fault, cured func(g *tcpGate)

@@ -168,6 +168,7 @@ var fastModel = []string{"MNEMO_MODEL_FIRST_BYTE_TIMEOUT=400ms", "MNEMO_MODEL_ID
 // retried), health answers meanwhile, the next turn is answered, and
 // SIGTERM while the provider hangs again ends hearth cleanly.
 func TestProviderHangs(t *testing.T) {
+	t.Parallel() // the hang tests wait mostly on timeouts: side by side
 	for _, tc := range []struct {
 		name    string
 		replies []llmtest.Reply
@@ -230,6 +231,7 @@ func TestProviderHangs(t *testing.T) {
 // once ShutdownGrace has passed, hearth stores what it has and exits
 // cleanly; the next start answers.
 func TestProviderHangShutdownGrace(t *testing.T) {
+	t.Parallel() // the hang tests wait mostly on timeouts: side by side
 	model := llmtest.NewOpenAI(t, "sk-test")
 	root := filepath.Join(t.TempDir(), "root")
 	opts := hearthtest.Options{Root: root, Env: hearthtest.OpenAIEnv(model)}
