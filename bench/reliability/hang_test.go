@@ -180,7 +180,7 @@ func TestProviderHangs(t *testing.T) {
 		{"hangs mid-stream", []llmtest.Reply{{Chunks: []llmtest.Chunk{{Text: "half of "}, {Text: "a reply"}}, StallAfter: 1}},
 			"stopped answering for 400ms mid-reply", 400*time.Millisecond + 3*time.Second},
 		{"closes the connection mid-stream", []llmtest.Reply{{Chunks: []llmtest.Chunk{{Text: "half of "}, {Text: "a reply"}}, CutAfter: 1}},
-			"the model provider failed to answer", 3 * time.Second},
+			"the connection to the model provider broke mid-reply — try again", 3 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := llmtest.NewOpenAI(t, "sk-test")
