@@ -92,7 +92,7 @@ func turnEnd(ref string, partial **ipc.Done) func(ipc.Msg) bool {
 	}
 }
 
-// ask sends a message and returns how its turn ended (done or error) and
+// askTurn sends a message and returns how its turn ended (done or error) and
 // how long that took, failing after limit.
 func askTurn(t *testing.T, c *ipc.Conn, text, ref string, limit time.Duration) (ipc.Msg, time.Duration) {
 	t.Helper()
