@@ -126,19 +126,19 @@ func (g *gatedHTTP) up() {
 	g.serve(l)
 }
 
-// health asks hearth for its health report.
-func health(t *testing.T, c *ipc.Conn) *ipc.HealthReport {
+// hangHealth asks hearth for its health report.
+func hangHealth(t *testing.T, c *ipc.Conn) *ipc.HealthReport {
 	t.Helper()
-	return healthy(t, c, "health")
+	return hangHealthy(t, c, "health")
 }
 
-// searchFor asks hearth's memory for query and returns the results,
+// hangSearch asks hearth's memory for query and returns the results,
 // failing on an error or after limit.
-func searchFor(t *testing.T, c *ipc.Conn, query, ref string, limit time.Duration) (*ipc.SearchResults, time.Duration) {
+func hangSearch(t *testing.T, c *ipc.Conn, query, ref string, limit time.Duration) (*ipc.SearchResults, time.Duration) {
 	t.Helper()
 	start := time.Now()
-	send(t, c, &ipc.Search{Query: query, Ref: ref})
-	m := await(t, c, limit, "search "+ref, func(m ipc.Msg) bool { return refOfHang(m) == ref })
+	hangSend(t, c, &ipc.Search{Query: query, Ref: ref})
+	m := hangAwait(t, c, limit, "search "+ref, func(m ipc.Msg) bool { return refOfHang(m) == ref })
 	r, ok := m.(*ipc.SearchResults)
 	if !ok {
 		t.Fatalf("search %s: %T %+v, want results", ref, m, m)
@@ -157,12 +157,12 @@ func refOfHang(m ipc.Msg) string {
 	return ""
 }
 
-func found(r *ipc.SearchResults, text string) bool {
+func hangFound(r *ipc.SearchResults, text string) bool {
 	return slices.ContainsFunc(r.Results, func(h ipc.SearchHit) bool { return strings.Contains(h.Turn.Content, text) })
 }
 
-// embedded reports whether the embedder was asked for text.
-func embedded(s *embedtest.Server, text string) bool {
+// hangEmbedded reports whether the embedder was asked for text.
+func hangEmbedded(s *embedtest.Server, text string) bool {
 	return slices.ContainsFunc(s.Requests(), func(r embedtest.Request) bool {
 		return r.Status == http.StatusOK && slices.Contains(r.Input, text)
 	})
@@ -194,44 +194,44 @@ func TestEmbedderHangs(t *testing.T) {
 				"MNEMO_EMBED_BASE_URL="+g.URL()+"/v1", "MNEMO_EMBED_API_KEY="+key))
 			c := dialHung(t, d)
 			const said = "we adopted a puppy called Biscuit"
-			m, _ := askTurn(t, c, said, "m1", 30*time.Second)
-			wantReply(t, m, "echo: "+said)
-			waitUntil(t, "the first turn indexed", func() bool { return embedded(emb, "echo: "+said) })
+			m, _ := hangAsk(t, c, said, "m1", 30*time.Second)
+			hangReply(t, m, "echo: "+said)
+			hangWait(t, "the first turn indexed", func() bool { return hangEmbedded(emb, "echo: "+said) })
 
 			tc.fault(g)
 			const asked = "what do you remember about the garden"
-			m, took := askTurn(t, c, asked, "m2", 30*time.Second)
-			wantReply(t, m, "echo: "+asked)
+			m, took := hangAsk(t, c, asked, "m2", 30*time.Second)
+			hangReply(t, m, "echo: "+asked)
 			if took > 5*time.Second {
 				t.Errorf("a turn took %v with the embedder down, want the memory block's 300 ms bound to keep it short", took)
 			}
-			h := health(t, c)
+			h := hangHealth(t, c)
 			if h.Index == nil || h.Index.Unavailable {
 				t.Errorf("health's index during the fault: %+v, want recall open", h.Index)
 			}
-			r, took := searchFor(t, c, "puppy Biscuit", "s1", 15*time.Second)
-			if !found(r, said) {
+			r, took := hangSearch(t, c, "puppy Biscuit", "s1", 15*time.Second)
+			if !hangFound(r, said) {
 				t.Errorf("search during the fault: %+v, want the keyword match %q", r.Results, said)
 			}
 			if took > tc.within {
 				t.Errorf("search took %v during the fault, want under %v", took, tc.within)
 			}
 			t.Logf("turn and search during the fault: search answered in %v", took.Round(time.Millisecond))
-			if embedded(emb, asked) {
+			if hangEmbedded(emb, asked) {
 				t.Error("the embedder answered during the fault")
 			}
 
 			tc.cured(g)
-			waitUntil(t, "the turn missed during the fault indexed", func() bool { return embedded(emb, asked) })
-			r, _ = searchFor(t, c, "garden", "s2", 15*time.Second)
-			if !found(r, asked) {
+			hangWait(t, "the turn missed during the fault indexed", func() bool { return hangEmbedded(emb, asked) })
+			r, _ = hangSearch(t, c, "garden", "s2", 15*time.Second)
+			if !hangFound(r, asked) {
 				t.Errorf("search after the fault: %+v, want %q", r.Results, asked)
 			}
 
 			g.hang()
-			send(t, c, &ipc.Message{Content: "one more thing", Ref: "m3"})
-			waitUntil(t, "the indexer held at the hung embedder", func() bool { return g.held.Load() > 0 })
-			took = stopWithin(t, d, 5*time.Second)
+			hangSend(t, c, &ipc.Message{Content: "one more thing", Ref: "m3"})
+			hangWait(t, "the indexer held at the hung embedder", func() bool { return g.held.Load() > 0 })
+			took = hangStop(t, d, 5*time.Second)
 			t.Logf("stopped in %v with the embedder hung", took.Round(time.Millisecond))
 		})
 	}

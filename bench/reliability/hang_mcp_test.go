@@ -74,9 +74,9 @@ func stallServer() *mcp.Server {
 	return s
 }
 
-// gatewayFile writes a gateway.json naming this test binary as the stdio
+// hangGateway writes a gateway.json naming this test binary as the stdio
 // server "probe".
-func gatewayFile(t *testing.T) string {
+func hangGateway(t *testing.T) string {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -96,21 +96,21 @@ func gatewayFile(t *testing.T) string {
 	return path
 }
 
-// callTool scripts the model to call the probe's tool, then to answer.
-func callTool(model *llmtest.Server, tool, q string) {
+// hangCallTool scripts the model to call the probe's tool, then to answer.
+func hangCallTool(model *llmtest.Server, tool, q string) {
 	model.Enqueue(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "probe__" + tool, Arguments: `{"q":"` + q + `","reason":"the test asks"}`}}})
 }
 
-// toolOutcome reads a turn that calls one tool: its result and how the
+// hangToolOutcome reads a turn that calls one tool: its result and how the
 // turn ended.
-func toolOutcome(t *testing.T, c *ipc.Conn, ref string, during func()) (*ipc.ToolResult, ipc.Msg) {
+func hangToolOutcome(t *testing.T, c *ipc.Conn, ref string, during func()) (*ipc.ToolResult, ipc.Msg) {
 	t.Helper()
-	await(t, c, 30*time.Second, "the tool call", func(m ipc.Msg) bool { _, ok := m.(*ipc.ToolCall); return ok })
+	hangAwait(t, c, 30*time.Second, "the tool call", func(m ipc.Msg) bool { _, ok := m.(*ipc.ToolCall); return ok })
 	if during != nil {
 		during()
 	}
-	res := await(t, c, 30*time.Second, "the tool's result", func(m ipc.Msg) bool { _, ok := m.(*ipc.ToolResult); return ok }).(*ipc.ToolResult)
-	return res, await(t, c, 30*time.Second, "the end of the turn", turnEnd(ref, nil))
+	res := hangAwait(t, c, 30*time.Second, "the tool's result", func(m ipc.Msg) bool { _, ok := m.(*ipc.ToolResult); return ok }).(*ipc.ToolResult)
+	return res, hangAwait(t, c, 30*time.Second, "the end of the turn", hangTurnEnd(ref, nil))
 }
 
 // A stdio MCP server that hangs in tools/call or exits mid-call: the
@@ -121,7 +121,7 @@ func toolOutcome(t *testing.T, c *ipc.Conn, ref string, during func()) (*ipc.Too
 // while a call hangs ends hearth cleanly.
 func TestMCPServerHangs(t *testing.T) {
 	t.Parallel() // the hang tests wait mostly on timeouts: side by side
-	gw := gatewayFile(t)
+	gw := hangGateway(t)
 	for _, tc := range []struct {
 		name, tool string
 		want       string // in the tool result's error
@@ -135,18 +135,18 @@ func TestMCPServerHangs(t *testing.T) {
 			d := startHung(t, hearthtest.OpenAIEnv(model), "-gateway", gw, "-tool-timeout", "1s")
 			c := dialHung(t, d)
 
-			callTool(model, "lookup", "first")
-			send(t, c, &ipc.Message{Content: "look it up", Ref: "m0"})
-			res, end := toolOutcome(t, c, "m0", nil)
+			hangCallTool(model, "lookup", "first")
+			hangSend(t, c, &ipc.Message{Content: "look it up", Ref: "m0"})
+			res, end := hangToolOutcome(t, c, "m0", nil)
 			if res.Error != "" || !strings.Contains(res.Result, "found: first") {
 				t.Fatalf("lookup before the fault: %+v", res)
 			}
-			wantReply(t, end, "echo: look it up")
+			hangReply(t, end, "echo: look it up")
 
-			callTool(model, tc.tool, "x")
+			hangCallTool(model, tc.tool, "x")
 			start := time.Now()
-			send(t, c, &ipc.Message{Content: "try the faulty tool", Ref: "m1"})
-			res, end = toolOutcome(t, c, "m1", func() { healthy(t, c, "h1") })
+			hangSend(t, c, &ipc.Message{Content: "try the faulty tool", Ref: "m1"})
+			res, end = hangToolOutcome(t, c, "m1", func() { hangHealthy(t, c, "h1") })
 			took := time.Since(start)
 			if !strings.Contains(res.Error, tc.want) {
 				t.Errorf("the faulty tool's result: %+v, want an error saying %q", res, tc.want)
@@ -155,23 +155,23 @@ func TestMCPServerHangs(t *testing.T) {
 				t.Errorf("the faulty call took %v, want under %v", took, tc.within)
 			}
 			t.Logf("%s after %v", res.Error, took.Round(time.Millisecond))
-			wantReply(t, end, "echo: try the faulty tool")
+			hangReply(t, end, "echo: try the faulty tool")
 
-			callTool(model, "lookup", "again")
-			send(t, c, &ipc.Message{Content: "look it up again", Ref: "m2"})
-			res, end = toolOutcome(t, c, "m2", nil)
+			hangCallTool(model, "lookup", "again")
+			hangSend(t, c, &ipc.Message{Content: "look it up again", Ref: "m2"})
+			res, end = hangToolOutcome(t, c, "m2", nil)
 			if res.Error != "" || !strings.Contains(res.Result, "found: again") {
 				t.Errorf("lookup after the fault: %+v", res)
 			}
-			wantReply(t, end, "echo: look it up again")
+			hangReply(t, end, "echo: look it up again")
 
-			callTool(model, "stall", "y")
-			send(t, c, &ipc.Message{Content: "one more", Ref: "m3"})
-			await(t, c, 30*time.Second, "the tool call", func(m ipc.Msg) bool { _, ok := m.(*ipc.ToolCall); return ok })
+			hangCallTool(model, "stall", "y")
+			hangSend(t, c, &ipc.Message{Content: "one more", Ref: "m3"})
+			hangAwait(t, c, 30*time.Second, "the tool call", func(m ipc.Msg) bool { _, ok := m.(*ipc.ToolCall); return ok })
 			// The turn ends at the tool timeout; closing the wedged server
 			// (stdin, then SIGTERM, both ignored) takes two short waits
 			// and SIGKILL.
-			took = stopWithin(t, d, shutdownGrace)
+			took = hangStop(t, d, hangGrace)
 			t.Logf("stopped in %v with a call hung in a server that ignores SIGTERM", took.Round(time.Millisecond))
 		})
 	}

@@ -170,10 +170,10 @@ func (g *tcpGate) up() {
 	g.serve(ln)
 }
 
-// indexed is how many documents hearth has indexed since it started.
-func indexed(t *testing.T, c *ipc.Conn) int {
+// hangIndexed is how many documents hearth has indexed since it started.
+func hangIndexed(t *testing.T, c *ipc.Conn) int {
 	t.Helper()
-	h := health(t, c)
+	h := hangHealth(t, c)
 	if h.Index == nil {
 		return 0
 	}
@@ -205,51 +205,51 @@ func TestQdrantHangs(t *testing.T) {
 			model := llmtest.NewOpenAI(t, "sk-test")
 			d := startHung(t, append(hearthtest.OpenAIEnv(model), "MNEMO_EMBEDDER=none", "MNEMO_QDRANT_ADDR="+g.addr))
 			c := dialHung(t, d)
-			waitUntil(t, "recall open on Qdrant", func() bool {
-				h := health(t, c)
+			hangWait(t, "recall open on Qdrant", func() bool {
+				h := hangHealth(t, c)
 				return h.Index != nil && h.Index.Backend == "qdrant" && h.Index.Ready
 			})
 			const said = "we adopted a puppy called Biscuit"
-			m, _ := askTurn(t, c, said, "m1", 30*time.Second)
-			wantReply(t, m, "echo: "+said)
-			waitUntil(t, "the first turn in Qdrant", func() bool { return indexed(t, c) >= 2 })
-			before := indexed(t, c)
+			m, _ := hangAsk(t, c, said, "m1", 30*time.Second)
+			hangReply(t, m, "echo: "+said)
+			hangWait(t, "the first turn in Qdrant", func() bool { return hangIndexed(t, c) >= 2 })
+			before := hangIndexed(t, c)
 
 			tc.fault(g)
 			const asked = "what do you remember about the garden"
-			m, took := askTurn(t, c, asked, "m2", 30*time.Second)
-			wantReply(t, m, "echo: "+asked)
+			m, took := hangAsk(t, c, asked, "m2", 30*time.Second)
+			hangReply(t, m, "echo: "+asked)
 			if took > 5*time.Second {
 				t.Errorf("a turn took %v with Qdrant faulty, want the memory block's 300 ms bound to keep it short", took)
 			}
-			r, took := searchFor(t, c, "puppy Biscuit", "s1", 15*time.Second)
-			if !found(r, said) {
+			r, took := hangSearch(t, c, "puppy Biscuit", "s1", 15*time.Second)
+			if !hangFound(r, said) {
 				t.Errorf("search during the fault: %+v, want the keyword match %q", r.Results, said)
 			}
 			if took > tc.within {
 				t.Errorf("search took %v during the fault, want under %v", took, tc.within)
 			}
-			h := health(t, c)
+			h := hangHealth(t, c)
 			t.Logf("search answered in %v; index %+v", took.Round(time.Millisecond), *h.Index)
 			if h.Index.KeywordSearches < 1 {
 				t.Errorf("health counts no keyword search: %+v", *h.Index)
 			}
 
 			tc.cured(g)
-			waitUntil(t, "the turn missed during the fault in Qdrant", func() bool { return indexed(t, c) >= before+2 })
-			recall := health(t, c).Index.RecallSearches
-			r, _ = searchFor(t, c, "garden", "s2", 15*time.Second)
-			if !found(r, asked) {
+			hangWait(t, "the turn missed during the fault in Qdrant", func() bool { return hangIndexed(t, c) >= before+2 })
+			recall := hangHealth(t, c).Index.RecallSearches
+			r, _ = hangSearch(t, c, "garden", "s2", 15*time.Second)
+			if !hangFound(r, asked) {
 				t.Errorf("search after the fault: %+v, want %q", r.Results, asked)
 			}
-			if got := health(t, c).Index.RecallSearches; got != recall+1 {
+			if got := hangHealth(t, c).Index.RecallSearches; got != recall+1 {
 				t.Errorf("recall searches %d after the fault, want %d: Qdrant answered", got, recall+1)
 			}
 
 			g.hang()
-			send(t, c, &ipc.Message{Content: "one more thing", Ref: "m3"})
-			waitUntil(t, "the indexer held at the stalled Qdrant", func() bool { return g.held.Load() > 0 })
-			took = stopWithin(t, d, 5*time.Second)
+			hangSend(t, c, &ipc.Message{Content: "one more thing", Ref: "m3"})
+			hangWait(t, "the indexer held at the stalled Qdrant", func() bool { return g.held.Load() > 0 })
+			took = hangStop(t, d, 5*time.Second)
 			t.Logf("stopped in %v with Qdrant stalled", took.Round(time.Millisecond))
 		})
 	}

@@ -23,9 +23,9 @@ import (
 // waiting on a channel the test closes (or on the test's end), never on
 // a timer.
 
-// shutdownGrace is hearth's ShutdownGrace: how long a turn in flight may
+// hangGrace is hearth's ShutdownGrace: how long a turn in flight may
 // go on after SIGTERM before it is cancelled.
-const shutdownGrace = 10 * time.Second
+const hangGrace = 10 * time.Second
 
 // startHung runs hearth on a fresh root with env.
 func startHung(t *testing.T, env []string, args ...string) *hearthtest.Daemon {
@@ -46,9 +46,9 @@ func dialHung(t *testing.T, d *hearthtest.Daemon) *ipc.Conn {
 	return c
 }
 
-// await reads c until match says yes, for at most limit, and returns the
+// hangAwait reads c until match says yes, for at most limit, and returns the
 // message matched.
-func await(t *testing.T, c *ipc.Conn, limit time.Duration, what string, match func(ipc.Msg) bool) ipc.Msg {
+func hangAwait(t *testing.T, c *ipc.Conn, limit time.Duration, what string, match func(ipc.Msg) bool) ipc.Msg {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), limit)
 	defer cancel()
@@ -63,18 +63,18 @@ func await(t *testing.T, c *ipc.Conn, limit time.Duration, what string, match fu
 	}
 }
 
-// send sends m on c.
-func send(t *testing.T, c *ipc.Conn, m ipc.Msg) {
+// hangSend sends m on c.
+func hangSend(t *testing.T, c *ipc.Conn, m ipc.Msg) {
 	t.Helper()
 	if err := c.Send(m); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// turnEnd matches the end of the turn asked with ref: its reply (done)
+// hangTurnEnd matches the end of the turn asked with ref: its reply (done)
 // or its error. A reply cut short (done, incomplete) is followed by the
 // error that cut it: it is kept in *partial and the error awaited.
-func turnEnd(ref string, partial **ipc.Done) func(ipc.Msg) bool {
+func hangTurnEnd(ref string, partial **ipc.Done) func(ipc.Msg) bool {
 	return func(m ipc.Msg) bool {
 		switch m := m.(type) {
 		case *ipc.Done:
@@ -92,18 +92,18 @@ func turnEnd(ref string, partial **ipc.Done) func(ipc.Msg) bool {
 	}
 }
 
-// askTurn sends a message and returns how its turn ended (done or error) and
+// hangAsk sends a message and returns how its turn ended (done or error) and
 // how long that took, failing after limit.
-func askTurn(t *testing.T, c *ipc.Conn, text, ref string, limit time.Duration) (ipc.Msg, time.Duration) {
+func hangAsk(t *testing.T, c *ipc.Conn, text, ref string, limit time.Duration) (ipc.Msg, time.Duration) {
 	t.Helper()
 	start := time.Now()
-	send(t, c, &ipc.Message{Content: text, Ref: ref})
-	m := await(t, c, limit, "the end of turn "+ref, turnEnd(ref, nil))
+	hangSend(t, c, &ipc.Message{Content: text, Ref: ref})
+	m := hangAwait(t, c, limit, "the end of turn "+ref, hangTurnEnd(ref, nil))
 	return m, time.Since(start)
 }
 
-// wantReply checks that a turn ended with a reply containing want.
-func wantReply(t *testing.T, m ipc.Msg, want string) {
+// hangReply checks that a turn ended with a reply containing want.
+func hangReply(t *testing.T, m ipc.Msg, want string) {
 	t.Helper()
 	d, ok := m.(*ipc.Done)
 	if !ok {
@@ -114,20 +114,20 @@ func wantReply(t *testing.T, m ipc.Msg, want string) {
 	}
 }
 
-// healthy asks for a health report while something hangs: it must come
+// hangHealthy asks for a health report while something hangs: it must come
 // within a few seconds.
-func healthy(t *testing.T, c *ipc.Conn, ref string) *ipc.HealthReport {
+func hangHealthy(t *testing.T, c *ipc.Conn, ref string) *ipc.HealthReport {
 	t.Helper()
-	send(t, c, &ipc.Health{Ref: ref})
-	return await(t, c, 5*time.Second, "health during the hang", func(m ipc.Msg) bool {
+	hangSend(t, c, &ipc.Health{Ref: ref})
+	return hangAwait(t, c, 5*time.Second, "health during the hang", func(m ipc.Msg) bool {
 		r, ok := m.(*ipc.HealthReport)
 		return ok && r.Ref == ref
 	}).(*ipc.HealthReport)
 }
 
-// waitUntil polls cond (a stand-in's request count, hearth's health)
+// hangWait polls cond (a stand-in's request count, hearth's hangHealth)
 // until it holds, failing after 30 s: a wait on a condition.
-func waitUntil(t *testing.T, what string, cond func() bool) {
+func hangWait(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	tick := time.NewTicker(5 * time.Millisecond)
@@ -144,8 +144,8 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// stopWithin sends SIGTERM and wants a clean exit within limit.
-func stopWithin(t *testing.T, d *hearthtest.Daemon, limit time.Duration) time.Duration {
+// hangStop sends SIGTERM and wants a clean exit within limit.
+func hangStop(t *testing.T, d *hearthtest.Daemon, limit time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
 	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -158,7 +158,7 @@ func stopWithin(t *testing.T, d *hearthtest.Daemon, limit time.Duration) time.Du
 }
 
 // Short model timeouts, so that a hung provider costs a second or two.
-var fastModel = []string{"MNEMO_MODEL_FIRST_BYTE_TIMEOUT=400ms", "MNEMO_MODEL_IDLE_TIMEOUT=400ms", "MNEMO_MODEL_TIMEOUT=20s"}
+var hangFastModel = []string{"MNEMO_MODEL_FIRST_BYTE_TIMEOUT=400ms", "MNEMO_MODEL_IDLE_TIMEOUT=400ms", "MNEMO_MODEL_TIMEOUT=20s"}
 
 // A model provider that hangs before the first byte, goes silent
 // mid-stream or cuts the connection mid-stream: the turn ends with a
@@ -184,18 +184,18 @@ func TestProviderHangs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := llmtest.NewOpenAI(t, "sk-test")
-			d := startHung(t, append(hearthtest.OpenAIEnv(model), fastModel...))
+			d := startHung(t, append(hearthtest.OpenAIEnv(model), hangFastModel...))
 			c := dialHung(t, d)
 
 			model.Enqueue(tc.replies...)
 			start := time.Now()
-			send(t, c, &ipc.Message{Content: "are you there?", Ref: "m1"})
-			waitUntil(t, "the request at the provider", func() bool { return len(model.Requests()) >= 1 })
-			if h := healthy(t, c, "h1"); h.State != "thinking" {
+			hangSend(t, c, &ipc.Message{Content: "are you there?", Ref: "m1"})
+			hangWait(t, "the request at the provider", func() bool { return len(model.Requests()) >= 1 })
+			if h := hangHealthy(t, c, "h1"); h.State != "thinking" {
 				t.Errorf("health during the hang: state %q, want thinking", h.State)
 			}
 			var partial *ipc.Done
-			end := await(t, c, 30*time.Second, "the failed turn", turnEnd("m1", &partial))
+			end := hangAwait(t, c, 30*time.Second, "the failed turn", hangTurnEnd("m1", &partial))
 			took := time.Since(start)
 			e, ok := end.(*ipc.Error)
 			if !ok || e.Code != ipc.CodeProviderError || !strings.Contains(e.Message, tc.want) {
@@ -212,15 +212,15 @@ func TestProviderHangs(t *testing.T) {
 				t.Errorf("%d requests at the provider, want %d", got, want)
 			}
 
-			m, _ := askTurn(t, c, "are you back?", "m2", 30*time.Second)
-			wantReply(t, m, "echo: are you back?")
+			m, _ := hangAsk(t, c, "are you back?", "m2", 30*time.Second)
+			hangReply(t, m, "echo: are you back?")
 
 			// Hung again, and hearth is stopped meanwhile.
 			n := len(model.Requests())
 			model.Enqueue(tc.replies...)
-			send(t, c, &ipc.Message{Content: "one more?", Ref: "m3"})
-			waitUntil(t, "the request at the provider", func() bool { return len(model.Requests()) > n })
-			took = stopWithin(t, d, shutdownGrace+5*time.Second)
+			hangSend(t, c, &ipc.Message{Content: "one more?", Ref: "m3"})
+			hangWait(t, "the request at the provider", func() bool { return len(model.Requests()) > n })
+			took = hangStop(t, d, hangGrace+5*time.Second)
 			t.Logf("stopped in %v", took.Round(time.Millisecond))
 		})
 	}
@@ -238,21 +238,21 @@ func TestProviderHangShutdownGrace(t *testing.T) {
 	d := hearthtest.Start(t, hearthBin, opts)
 	c := dialHung(t, d)
 	model.Enqueue(llmtest.Reply{Silent: true})
-	send(t, c, &ipc.Message{Content: "are you there?", Ref: "m1"})
-	waitUntil(t, "the request at the provider", func() bool { return len(model.Requests()) >= 1 })
-	took := stopWithin(t, d, shutdownGrace+5*time.Second)
-	if took < shutdownGrace-time.Second {
-		t.Errorf("hearth stopped in %v, before the grace of %v it gives the turn in flight", took, shutdownGrace)
+	hangSend(t, c, &ipc.Message{Content: "are you there?", Ref: "m1"})
+	hangWait(t, "the request at the provider", func() bool { return len(model.Requests()) >= 1 })
+	took := hangStop(t, d, hangGrace+5*time.Second)
+	if took < hangGrace-time.Second {
+		t.Errorf("hearth stopped in %v, before the grace of %v it gives the turn in flight", took, hangGrace)
 	}
 	t.Logf("stopped in %v with the provider hung", took.Round(time.Millisecond))
 
 	d = hearthtest.Start(t, hearthBin, opts)
 	c = dialHung(t, d)
-	m, _ := askTurn(t, c, "back again", "m2", 30*time.Second)
-	wantReply(t, m, "echo: back again")
+	m, _ := hangAsk(t, c, "back again", "m2", 30*time.Second)
+	hangReply(t, m, "echo: back again")
 	page := func() *ipc.HistoryPage {
-		send(t, c, &ipc.HistoryQuery{Ref: "q"})
-		return await(t, c, 10*time.Second, "history", func(m ipc.Msg) bool { p, ok := m.(*ipc.HistoryPage); return ok && p.Ref == "q" }).(*ipc.HistoryPage)
+		hangSend(t, c, &ipc.HistoryQuery{Ref: "q"})
+		return hangAwait(t, c, 10*time.Second, "history", func(m ipc.Msg) bool { p, ok := m.(*ipc.HistoryPage); return ok && p.Ref == "q" }).(*ipc.HistoryPage)
 	}()
 	var asked bool
 	for _, turn := range page.Turns {
