@@ -115,11 +115,11 @@ func hangReply(t *testing.T, m ipc.Msg, want string) {
 }
 
 // hangHealthy asks for a health report while something hangs: it must come
-// within a few seconds.
+// within 10 s (it takes milliseconds; the bound is for a loaded machine).
 func hangHealthy(t *testing.T, c *ipc.Conn, ref string) *ipc.HealthReport {
 	t.Helper()
 	hangSend(t, c, &ipc.Health{Ref: ref})
-	return hangAwait(t, c, 5*time.Second, "health during the hang", func(m ipc.Msg) bool {
+	return hangAwait(t, c, 10*time.Second, "health during the hang", func(m ipc.Msg) bool {
 		r, ok := m.(*ipc.HealthReport)
 		return ok && r.Ref == ref
 	}).(*ipc.HealthReport)
@@ -176,11 +176,11 @@ func TestProviderHangs(t *testing.T) {
 		within  time.Duration // the error comes before
 	}{
 		{"hangs before the first byte", []llmtest.Reply{{Silent: true}, {Silent: true}, {Silent: true}},
-			"did not answer within 400ms; tried 3 times", 3*400*time.Millisecond + 1250*time.Millisecond + 3*time.Second},
+			"did not answer within 400ms; tried 3 times", 3*400*time.Millisecond + 1250*time.Millisecond + 5*time.Second},
 		{"hangs mid-stream", []llmtest.Reply{{Chunks: []llmtest.Chunk{{Text: "half of "}, {Text: "a reply"}}, StallAfter: 1}},
-			"stopped answering for 400ms mid-reply", 400*time.Millisecond + 3*time.Second},
+			"stopped answering for 400ms mid-reply", 400*time.Millisecond + 5*time.Second},
 		{"closes the connection mid-stream", []llmtest.Reply{{Chunks: []llmtest.Chunk{{Text: "half of "}, {Text: "a reply"}}, CutAfter: 1}},
-			"the connection to the model provider broke mid-reply — try again", 3 * time.Second},
+			"the connection to the model provider broke mid-reply — try again", 5 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := llmtest.NewOpenAI(t, "sk-test")
