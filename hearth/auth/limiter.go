@@ -70,7 +70,8 @@ func NewLimiter(o LimiterOptions) *Limiter {
 
 // Allow takes one request of id from its allowance: 0 when it may go
 // ahead, else how long it must wait before its next request would be
-// allowed (nothing is taken then). A nil Limiter allows everything.
+// allowed, in whole milliseconds (nothing is taken then). A nil Limiter
+// allows everything.
 func (l *Limiter) Allow(id Identity) time.Duration {
 	if l == nil {
 		return 0
@@ -94,7 +95,9 @@ func (l *Limiter) Allow(id Identity) time.Duration {
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		l.limited++
-		return d
+		// Whole milliseconds, rounded up (the bucket's float arithmetic
+		// may leave 999.999999ms): waiting that long is always enough.
+		return (d + time.Millisecond - 1).Truncate(time.Millisecond)
 	}
 	return 0
 }
