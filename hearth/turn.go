@@ -121,14 +121,18 @@ func (h *Hearth) handleTurn(ctx context.Context, c *conversation, req turnReq, s
 	if req.rec.Role != memory.RoleUser || req.rec.Mode != memory.ModeText {
 		return // transcripts are history, not questions: voice answers them
 	}
-	model, err := h.model()
-	if err != nil {
-		h.publish(&Problem{Code: CodeNoProvider, Message: err.Error(), Ref: req.ref})
-		return
+	model := req.model // the turn's own: the conversation's model stays
+	if model == nil {
+		m, err := h.model()
+		if err != nil {
+			h.publish(&Problem{Code: CodeNoProvider, Message: err.Error(), Ref: req.ref})
+			return
+		}
+		model = m
+		h.mu.Lock()
+		c.current = model
+		h.mu.Unlock()
 	}
-	h.mu.Lock()
-	c.current = model
-	h.mu.Unlock()
 	if req.id != nil {
 		ctx = auth.WithIdentity(ctx, *req.id)
 	}

@@ -30,7 +30,7 @@ import (
 // Core is what the door needs of hearth's core.
 type Core interface {
 	Subscribe(opts hearth.WatchOptions) (*hearth.Subscription, error)
-	Send(ref, content string) error
+	SendWith(ctx context.Context, ref, content string, o hearth.SendOptions) error
 	Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
 	Health() hearth.Health
 	Propose(ctx context.Context, p vault.Proposal) (hearth.ProposalOutcome, error)
@@ -67,11 +67,18 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) (model string, vecs [][]float32, err error)
 }
 
-// Models resolves the model of the next turn (hearth's Models): the
-// configured provider, whose name /v1/models lists, and which phrases
-// /v1/query's answer when asked to summarize.
+// Models are the configured models (the daemon's preferences): the
+// conversation's, which phrases /v1/query's answer when asked to
+// summarize, and those a chat request may name for its own turn.
 type Models interface {
+	// Resolve is the model of the conversation's next turn.
 	Resolve() (hearth.Model, error)
+	// Choices are the names a request may give as its model, the
+	// conversation's model first (GET /v1/models lists them after the
+	// companion's own name).
+	Choices() []string
+	// Named is the model of one of Choices; false for any other name.
+	Named(name string) (hearth.Model, bool)
 }
 
 // Options configure a Door.

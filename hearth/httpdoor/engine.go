@@ -10,6 +10,9 @@ import (
 
 // engineRequest is POST /engine/chat's body (seed 000).
 type engineRequest struct {
+	// Model, when set, names one of the configured models for this turn
+	// (as /v1/chat/completions' model; GET /v1/models lists them).
+	Model    string          `json:"model"`
 	Messages []engineMessage `json:"messages"`
 	Metadata engineMetadata  `json:"metadata"`
 }
@@ -145,8 +148,12 @@ func (d *Door) engineChat(c *call) error {
 		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "bad_request",
 			msg: "the messages need a user message with content", clarify: &clarify{MissingFields: []string{"messages[].role=user"}, BadTypes: []string{}, OutOfRange: []string{}}}
 	}
+	model, err := d.pickModel(req.Model)
+	if err != nil {
+		return err
+	}
 	s := startSSE(c)
-	end, err := d.runTurn(c.r.Context(), c.id, content, func(ev turnEvent) error {
+	end, err := d.runTurn(c.r.Context(), c.id, content, model, func(ev turnEvent) error {
 		switch {
 		case ev.Text != "":
 			return s.event("text-delta", textDelta{Content: ev.Text})

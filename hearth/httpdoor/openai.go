@@ -84,26 +84,29 @@ func lastUser(msgs []chatMessage) (string, bool) {
 	return "", false
 }
 
-// modelNames is what /v1/models lists: the companion's own name, and the
-// configured provider's model by its name and as provider/model.
+// modelNames is what /v1/models lists: the companion's own name, then
+// the configured models by the names a request may give.
 func (d *Door) modelNames() []string {
 	names := []string{CompanionModel}
-	if d.o.Models == nil {
-		return names
-	}
-	if m, err := d.o.Models.Resolve(); err == nil && m != nil {
-		names = append(names, m.Model(), m.Name()+"/"+m.Model())
+	if d.o.Models != nil {
+		names = append(names, d.o.Models.Choices()...)
 	}
 	return names
 }
 
-func (d *Door) knownModel(name string) bool {
-	for _, n := range d.modelNames() {
-		if n == name {
-			return true
+// pickModel is the model a request named for its turn: nil (the
+// conversation's own) for none or the companion's name, else one of the
+// configured models; any other name is 404 model_not_found.
+func (d *Door) pickModel(name string) (hearth.Model, error) {
+	if name == "" || name == CompanionModel {
+		return nil, nil
+	}
+	if d.o.Models != nil {
+		if m, ok := d.o.Models.Named(name); ok {
+			return m, nil
 		}
 	}
-	return false
+	return nil, modelNotFound(name)
 }
 
 func modelNotFound(name string) *apiError {
@@ -201,15 +204,16 @@ func (d *Door) chatCompletions(c *call) error {
 		cl := &clarify{MissingFields: []string{"messages[].role=user"}, BadTypes: []string{}, OutOfRange: []string{}}
 		return unprocessable("the messages need a user message with text: it is what the companion answers", cl)
 	}
-	if !d.knownModel(req.Model) {
-		return modelNotFound(req.Model)
+	model, err := d.pickModel(req.Model)
+	if err != nil {
+		return err
 	}
 	c.trace.step("route", 0, "turn of the shared conversation")
 	id := "chatcmpl-" + strings.TrimPrefix(c.id, "req_")
 	created := time.Now().Unix()
 	if !req.Stream {
 		t0 := time.Now()
-		end, err := d.runTurn(c.r.Context(), c.id, content, func(turnEvent) error { return nil })
+		end, err := d.runTurn(c.r.Context(), c.id, content, model, func(turnEvent) error { return nil })
 		if err != nil {
 			return err
 		}
@@ -232,7 +236,7 @@ func (d *Door) chatCompletions(c *call) error {
 			Choices: []chatChoice{{Delta: delta, FinishReason: finish}}, RequestID: c.id}
 	}
 	first := true
-	end, err := d.runTurn(c.r.Context(), c.id, content, func(ev turnEvent) error {
+	end, err := d.runTurn(c.r.Context(), c.id, content, model, func(ev turnEvent) error {
 		if ev.Text == "" {
 			return nil
 		}
