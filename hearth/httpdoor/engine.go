@@ -82,8 +82,15 @@ var safeMessages = map[string]string{
 	codeUnavailable:     "hearth stopped answering; try again shortly",
 }
 
-// streamCode maps a problem of the core to the stream's taxonomy.
+// streamCode maps a problem of the core to the stream's taxonomy. A turn
+// that ended in its tool loop (the model still calling tools at the
+// iteration limit, or a tool's outcome not stored) is tool_error; a tool
+// that merely fails is a tool-result with an error, and the model goes
+// on, so the stream does too.
 func streamCode(p *hearth.Problem) string {
+	if p.InTools && p.Code == hearth.CodeProviderError {
+		return codeToolError
+	}
 	switch p.Code {
 	case hearth.CodeContextOverflow:
 		return codeContextOverflow
