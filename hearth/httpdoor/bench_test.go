@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,13 +33,27 @@ func firstChunk(s *stamp, read <-chan struct{}) replyFunc {
 	}
 }
 
-// report puts p50 and p99 of the added latencies on the benchmark.
-func report(b *testing.B, lat []time.Duration) {
+// report puts p50 and p99 of the added latencies on the benchmark, and
+// the process's CPU time per turn since cpu0 (cpuNow): client, door,
+// core and stand-in model together, which a loaded machine does not
+// change the way it changes latency.
+func report(b *testing.B, lat []time.Duration, cpu0 time.Duration) {
+	cpu := cpuNow() - cpu0
 	slices.Sort(lat)
 	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
 	b.ReportMetric(q(0.50), "p50-µs")
 	b.ReportMetric(q(0.99), "p99-µs")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-µs/turn")
 	b.ReportMetric(0, "ns/op")
+}
+
+// cpuNow is the user and system CPU time this process has used.
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkFirstByte measures what each door adds between the model's
@@ -54,6 +69,7 @@ func BenchmarkFirstByte(b *testing.B) {
 		b.Run(door.name, func(b *testing.B) {
 			th := startHearth(b, func(c *testConfig) { c.Quiet = true })
 			var lat []time.Duration
+			cpu0 := cpuNow()
 			for b.Loop() {
 				s, read := &stamp{}, make(chan struct{})
 				th.model.replies <- firstChunk(s, read)
@@ -80,7 +96,7 @@ func BenchmarkFirstByte(b *testing.B) {
 				}
 				resp.Body.Close()
 			}
-			report(b, lat)
+			report(b, lat, cpu0)
 		})
 	}
 	b.Run("ndjson", func(b *testing.B) {
@@ -103,6 +119,7 @@ func BenchmarkFirstByte(b *testing.B) {
 		}
 		defer conn.Close()
 		var lat []time.Duration
+		cpu0 := cpuNow()
 		for b.Loop() {
 			s, read := &stamp{}, make(chan struct{})
 			th.model.replies <- firstChunk(s, read)
@@ -123,6 +140,6 @@ func BenchmarkFirstByte(b *testing.B) {
 				}
 			}
 		}
-		report(b, lat)
+		report(b, lat, cpu0)
 	})
 }
