@@ -143,3 +143,38 @@ func BenchmarkFirstByte(b *testing.B) {
 		report(b, lat, cpu0)
 	})
 }
+
+// flushDiscard is a ResponseWriter that keeps nothing and can flush.
+type flushDiscard struct{ h http.Header }
+
+func (w *flushDiscard) Header() http.Header         { return w.h }
+func (w *flushDiscard) Write(p []byte) (int, error) { return len(p), nil }
+func (w *flushDiscard) WriteHeader(int)             {}
+func (w *flushDiscard) Flush()                      {}
+
+// BenchmarkSSEEvent is the door's own CPU for one streamed chunk: framing
+// and encoding the event and handing it to the ResponseWriter, flushed
+// (the network is not in it).
+func BenchmarkSSEEvent(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		send func(s *sse) error
+	}{
+		{"engine-text-delta", func(s *sse) error { return s.event("text-delta", textDelta{Content: "a chunk of the reply"}) }},
+		{"openai-chunk", func(s *sse) error {
+			return s.data(chatCompletion{ID: "chatcmpl-0123456789abcdef01234567", Object: "chat.completion.chunk", Created: 1764150000, Model: "mnemo",
+				Choices: []chatChoice{{Delta: &assistantOutput{Content: ptr("a chunk of the reply")}}}, RequestID: "req_0123456789abcdef01234567"})
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			r, _ := http.NewRequest("POST", "/", nil)
+			s := startSSE(&call{w: &flushDiscard{h: http.Header{}}, r: r, id: "req_x"})
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := tc.send(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

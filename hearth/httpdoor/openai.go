@@ -1,7 +1,7 @@
 package httpdoor
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -277,17 +277,23 @@ func cmpModel(a, b string) string {
 	return b
 }
 
-// sse writes a text/event-stream response, flushing each event.
+// sse writes a text/event-stream response, flushing each event. Each
+// event is framed in one buffer kept for the stream (the JSON encoded
+// straight into it) and handed to the ResponseWriter in one Write, then
+// flushed once: no second buffer, no copy per line.
 type sse struct {
 	c       *call
-	bw      *bufio.Writer
 	rc      *http.ResponseController
+	buf     bytes.Buffer
+	enc     *json.Encoder // encodes into buf
 	started bool
 	err     error
 }
 
 func startSSE(c *call) *sse {
-	return &sse{c: c, bw: bufio.NewWriterSize(c.w, 4096), rc: http.NewResponseController(c.w)}
+	s := &sse{c: c, rc: http.NewResponseController(c.w)}
+	s.enc = json.NewEncoder(&s.buf)
+	return s
 }
 
 func (s *sse) begin() {
@@ -308,12 +314,18 @@ func (s *sse) raw(text string) error {
 	if s.err != nil {
 		return s.err
 	}
-	s.begin()
-	if _, err := s.bw.WriteString(text); err != nil {
-		s.err = err
-		return err
+	s.buf.Reset()
+	s.buf.WriteString(text)
+	return s.send()
+}
+
+// send writes buf as it is and flushes it to the client.
+func (s *sse) send() error {
+	if s.err != nil {
+		return s.err
 	}
-	if err := s.bw.Flush(); err != nil {
+	s.begin()
+	if _, err := s.c.w.Write(s.buf.Bytes()); err != nil {
 		s.err = err
 		return err
 	}
@@ -323,23 +335,31 @@ func (s *sse) raw(text string) error {
 	return s.err
 }
 
-// data writes one unnamed event (OpenAI's stream).
-func (s *sse) data(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+// frame writes "[event: <name>\n]data: <v as JSON>\n\n" (the encoder
+// ends the JSON with the first newline).
+func (s *sse) frame(name string, v any) error {
+	if s.err != nil {
+		return s.err
+	}
+	s.buf.Reset()
+	if name != "" {
+		s.buf.WriteString("event: ")
+		s.buf.WriteString(name)
+		s.buf.WriteByte('\n')
+	}
+	s.buf.WriteString("data: ")
+	if err := s.enc.Encode(v); err != nil {
 		return err
 	}
-	return s.raw("data: " + string(b) + "\n\n")
+	s.buf.WriteByte('\n')
+	return s.send()
 }
 
+// data writes one unnamed event (OpenAI's stream).
+func (s *sse) data(v any) error { return s.frame("", v) }
+
 // event writes one named event (/engine/chat).
-func (s *sse) event(name string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return s.raw("event: " + name + "\ndata: " + string(b) + "\n\n")
-}
+func (s *sse) event(name string, v any) error { return s.frame(name, v) }
 
 // fail ends an OpenAI stream with an error event, as OpenAI's own
 // streams do; the status was sent already.
