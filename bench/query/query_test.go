@@ -18,6 +18,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,11 +30,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mnemo/mnemo/bench/recallbench"
 	"github.com/mnemo/mnemo/data"
+	"github.com/mnemo/mnemo/hearth/config"
+	"github.com/mnemo/mnemo/hearth/daemon"
 	"github.com/mnemo/mnemo/hearth/hearthtest"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/memory/journal"
@@ -48,6 +53,7 @@ var (
 	requestsFlag = flag.Int("query.requests", 4000, "queries, between all clients")
 	vectorsFlag  = flag.String("query.vectors", "", "word vectors (wink-sg100-100k.bin) for hybrid recall; empty: keywords only")
 	topKFlag     = flag.Int("query.k", 10, "top_k of each query")
+	inProcess    = flag.Bool("query.inprocess", false, "run hearth in this process (daemon.Run), so that -cpuprofile sees it")
 )
 
 func BenchmarkQuery(b *testing.B) {
@@ -58,19 +64,26 @@ func BenchmarkQuery(b *testing.B) {
 	if err := build(b, dir, *turnsFlag, *notesFlag); err != nil {
 		b.Fatal(err)
 	}
-	bin := filepath.Join(b.TempDir(), "hearth")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mnemo/mnemo/cmd/hearth").CombinedOutput(); err != nil {
-		b.Fatalf("build hearth: %v\n%s", err, out)
-	}
 	env := []string{"MNEMO_EMBEDDER=none"}
 	if *vectorsFlag != "" {
 		env = []string{"MNEMO_EMBEDDER=wordvec", "MNEMO_VECTORS=" + *vectorsFlag}
 	}
-	// At the default log level: a line a request is part of the cost.
-	d := hearthtest.Start(b, bin, hearthtest.Options{Root: dir, Env: env, Args: []string{"-http", "127.0.0.1:0"}})
-	defer d.Stop(b)
-	// The HTTP door's line comes before the one Start waited for.
-	base := "http://" + httpAddr(b, d.Log())
+	var base string
+	var cpuTime func() time.Duration
+	if *inProcess {
+		base, cpuTime = runInProcess(b, dir, env)
+	} else {
+		bin := filepath.Join(b.TempDir(), "hearth")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/mnemo/mnemo/cmd/hearth").CombinedOutput(); err != nil {
+			b.Fatalf("build hearth: %v\n%s", err, out)
+		}
+		// At the default log level: a line a request is part of the cost.
+		d := hearthtest.Start(b, bin, hearthtest.Options{Root: dir, Env: env, Args: []string{"-http", "127.0.0.1:0"}})
+		defer d.Stop(b)
+		// The HTTP door's line comes before the one Start waited for.
+		base = "http://" + httpAddr(b, d.Log())
+		cpuTime = func() time.Duration { return procCPU(b, d.Cmd.Process.Pid) }
+	}
 	t0 := time.Now()
 	waitIndexed(b, base, *notesFlag > 0)
 	b.Logf("index ready after %s", time.Since(t0).Round(time.Millisecond))
@@ -83,7 +96,7 @@ func BenchmarkQuery(b *testing.B) {
 	}
 	queries = queries[50:]
 	for b.Loop() {
-		cpu0 := cpuTime(b, d.Cmd.Process.Pid)
+		cpu0 := cpuTime()
 		lat := make([]time.Duration, len(queries))
 		var next atomic.Int64
 		var hits atomic.Int64
@@ -113,7 +126,7 @@ func BenchmarkQuery(b *testing.B) {
 		if e := failed.Load(); e != nil {
 			b.Fatal(*e)
 		}
-		cpu := cpuTime(b, d.Cmd.Process.Pid) - cpu0
+		cpu := cpuTime() - cpu0
 		slices.Sort(lat)
 		pct := func(p float64) float64 {
 			return float64(lat[min(int(p*float64(len(lat))), len(lat)-1)].Microseconds()) / 1000
@@ -287,9 +300,9 @@ func call(base, method, path string, body, out any) error {
 	return json.Unmarshal(raw, out)
 }
 
-// cpuTime is the user and system CPU time pid has used (/proc/pid/stat,
+// procCPU is the user and system CPU time pid has used (/proc/pid/stat,
 // in clock ticks of 10 ms: USER_HZ is 100 on Linux).
-func cpuTime(b *testing.B, pid int) time.Duration {
+func procCPU(b *testing.B, pid int) time.Duration {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Skipf("no /proc: %v", err)
@@ -299,4 +312,50 @@ func cpuTime(b *testing.B, pid int) time.Duration {
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// runInProcess runs hearth over dir in this process, its HTTP door on a
+// free loopback port, until the benchmark ends; the CPU it reports is the
+// whole process's (the clients' too).
+func runInProcess(b *testing.B, dir string, env []string) (string, func() time.Duration) {
+	vars := map[string]string{"APP_AUTH_TOKEN": hearthtest.Token, "MNEMO_CURATOR": "false"}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
+	home := b.TempDir()
+	cfg, err := config.Load(config.LoadOptions{Getenv: func(k string) string { return vars[k] },
+		ConfigDir: filepath.Join(home, "config"), DataDir: filepath.Join(home, "data"), CacheDir: filepath.Join(home, "cache")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	httpAddr := ln.Addr().String()
+	ln.Close()
+	cfg.Addr.Value, cfg.HTTPAddr.Value, cfg.Root.Value = "127.0.0.1:0", httpAddr, dir
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(ctx, cfg, daemon.Runtime{Log: slog.New(slog.DiscardHandler), Ready: func(net.Addr) { close(ready) }})
+	}()
+	b.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Errorf("hearth: %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		b.Fatalf("hearth: %v", err)
+	}
+	return "http://" + httpAddr, func() time.Duration {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
 }
