@@ -195,3 +195,10 @@ reliability:
 
 soak:
 	$(GO) test -count=1 -timeout 3h -v -run TestSoak ./bench/reliability -args -soak $(SOAK) -race=false
+
+# POST /v1/query through the real hearth binary over 100k turns + 10k notes
+# (built once under $TMPDIR and reused): requests/s, p50/p99, hearth's CPU
+# per request. QUERY_FLAGS adds -query.clients, -query.requests, ….
+bench-query: vectors
+	cd bench/query && $(GO) test -run '^$$' -bench BenchmarkQuery -benchtime 1x -timeout 60m -args -query.vectors $(VECTORS) $(QUERY_FLAGS)
+.PHONY: bench-query

@@ -29,10 +29,30 @@ func (h *Hearth) SendAs(ctx context.Context, ref, content string) error {
 }
 
 func (h *Hearth) send(id *auth.Identity, ref, content string) error {
+	return h.sendWith(id, ref, content, SendOptions{})
+}
+
+// SendOptions are settings of one turn, for that turn only.
+type SendOptions struct {
+	// Model, when set, answers this turn instead of the Models' choice
+	// (an HTTP client naming a model). The conversation's model, as
+	// every client sees it and as later turns resolve it, stays.
+	Model Model
+}
+
+// SendWith is SendAs with the turn's own options.
+func (h *Hearth) SendWith(ctx context.Context, ref, content string, o SendOptions) error {
+	if id, ok := auth.From(ctx); ok {
+		return h.sendWith(&id, ref, content, o)
+	}
+	return h.sendWith(nil, ref, content, o)
+}
+
+func (h *Hearth) sendWith(id *auth.Identity, ref, content string, o SendOptions) error {
 	if strings.TrimSpace(content) == "" {
 		return &Problem{Code: CodeBadRequest, Message: "message content is empty", Ref: ref}
 	}
-	return h.enqueue(h.conv, turnReq{ref: ref, id: id, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
+	return h.enqueue(h.conv, turnReq{ref: ref, id: id, model: o.Model, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
 }
 
 // AddTranscript queues a finished voice turn (role user or agent); it is

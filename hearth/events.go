@@ -127,6 +127,11 @@ type Problem struct {
 	Code    string
 	Message string
 	Ref     string
+	// InTools is set on a turn's failure that ended it in its tool loop:
+	// the model was still calling tools when the iteration limit came,
+	// or a tool's outcome could not be stored. The HTTP doors call it
+	// tool_error (seed 000); the code stays the one clients know.
+	InTools bool
 }
 
 func (e *Problem) Error() string { return e.Message }

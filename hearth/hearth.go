@@ -222,6 +222,8 @@ type turnReq struct {
 	// id is the sender's identity when the door gave one (SendAs): the
 	// turn's tools see it in their ctx (auth.From).
 	id *auth.Identity
+	// model, when set, answers this turn only (SendOptions.Model).
+	model Model
 	// mark, when set, is no turn: it primes the voice→text injection
 	// once what was queued before it is stored (see StopVoice).
 	mark *modeMark

@@ -25,6 +25,9 @@ var (
 	errReplyTooLong = errors.New("reply exceeded MaxReplyBytes")
 	errCancelled    = errors.New("turn cancelled by a client")
 	errNoProvider   = errors.New("no model provider is configured")
+	// errToolStep wraps a failure to store a tool's outcome, which ends
+	// the turn in its tool loop (Problem.InTools).
+	errToolStep = errors.New("tool step not stored")
 )
 
 // Fixed messages for errors clients see; details stay in the log.
@@ -35,6 +38,7 @@ const (
 	msgToolError       = "a tool call failed; the agent was told and carries on"
 	msgCancelled       = "the reply was cancelled"
 	msgIterationLimit  = "the agent reached its configured limit of model calls for one turn"
+	msgToolStep        = "a tool's outcome could not be stored; the turn ended"
 )
 
 // session is what a hearth session injects: the system messages made as
@@ -123,14 +127,18 @@ func (h *Hearth) handleTurn(ctx context.Context, c *conversation, req turnReq, s
 	if req.rec.Role != memory.RoleUser || req.rec.Mode != memory.ModeText {
 		return // transcripts are history, not questions: voice answers them
 	}
-	model, err := h.model()
-	if err != nil {
-		h.publish(&Problem{Code: CodeNoProvider, Message: err.Error(), Ref: req.ref})
-		return
+	model := req.model // the turn's own: the conversation's model stays
+	if model == nil {
+		m, err := h.model()
+		if err != nil {
+			h.publish(&Problem{Code: CodeNoProvider, Message: err.Error(), Ref: req.ref})
+			return
+		}
+		model = m
+		h.mu.Lock()
+		c.current = model
+		h.mu.Unlock()
 	}
-	h.mu.Lock()
-	c.current = model
-	h.mu.Unlock()
 	if req.id != nil {
 		ctx = auth.WithIdentity(ctx, *req.id)
 	}
@@ -274,7 +282,11 @@ func turnError(ref string, err error) *Problem {
 	case errors.Is(err, errReplyTooLong):
 		e.Message = msgReplyTooLong
 	case errors.Is(err, agent.ErrIterationLimit):
-		e.Message = msgIterationLimit
+		// The loop ends at the limit only while the model still calls
+		// tools: a final answer returns before it.
+		e.Message, e.InTools = msgIterationLimit, true
+	case errors.Is(err, errToolStep):
+		e.Message, e.InTools = msgToolStep, true
 	case errors.As(err, &lerr) && lerr.ContextOverflow:
 		e.Code, e.Message = CodeContextOverflow, msgContextOverflow
 	case errors.As(err, &lerr):
@@ -425,7 +437,10 @@ func (o *turnObserver) ToolDone(ctx context.Context, c agent.Call, out agent.Out
 		o.c.state, o.c.detail = StateThinking, "" // under the lock commit holds
 		return &ToolOutcome{Record: r}
 	}, then...)
-	return err
+	if err != nil {
+		return fmt.Errorf("%w: %w", errToolStep, err)
+	}
+	return nil
 }
 
 // Confirm asks every subscriber; the first answer wins, silence means no.

@@ -110,6 +110,7 @@ const (
 	CodeCancelled       = "cancelled"         // the turn was cancelled by a client
 	CodeConfigInvalid   = "config_invalid"    // a changed preference file is invalid; the last good one stays
 	CodeNoVoiceProvider = "no_voice_provider" // no realtime voice provider is configured
+	CodeRateLimited     = "rate_limited"      // the identity's requests a minute are spent; retry after RetryAfterMS
 )
 
 // Turn is one stored turn of the conversation as it crosses the wire.
@@ -383,6 +384,9 @@ type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Ref     string `json:"ref,omitempty"`
+	// RetryAfterMS is how long to wait before asking again (code
+	// rate_limited); the connection stays open.
+	RetryAfterMS int64 `json:"retry_after_ms,omitempty"`
 }
 
 // Error implements the error interface so a received Error can be returned.

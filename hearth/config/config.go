@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/hearth/llm"
 )
 
@@ -49,6 +50,28 @@ type Config struct {
 	Recall  RecallConfig
 	Voice   VoiceConfig
 	Curator CuratorConfig
+	// RateLimit is the requests a minute each actor type may make,
+	// through every door (auth.Limiter); 0 is no limit.
+	RateLimit RateLimitConfig
+}
+
+// RateLimitConfig is the per-actor request rate limits (seed 002: 429
+// with retry_after_ms). Requests a minute; 0 is no limit.
+type RateLimitConfig struct {
+	Owner, Collaborator, SystemAgent, BackgroundAgent, ExternalAgent, Service Setting[int]
+}
+
+// RateLimits are the limits as auth.LimiterOptions takes them.
+func (c *Config) RateLimits() map[auth.Actor]int {
+	r := c.RateLimit
+	return map[auth.Actor]int{
+		auth.ActorOwner:           r.Owner.Value,
+		auth.ActorCollaborator:    r.Collaborator.Value,
+		auth.ActorSystemAgent:     r.SystemAgent.Value,
+		auth.ActorBackgroundAgent: r.BackgroundAgent.Value,
+		auth.ActorExternalAgent:   r.ExternalAgent.Value,
+		auth.ActorService:         r.Service.Value,
+	}
 }
 
 // CuratorConfig is the post-turn curator pass's settings (DESIGN.md "The

@@ -85,6 +85,14 @@
 //	enabled = true                    # MNEMO_CURATOR: curate each turn into the vault when a model is configured
 //	model = "grok-4-fast"             # MNEMO_CURATOR_MODEL; left out: the chat model
 //
+//	[rate]                            # requests a minute per identity, through every door; 0: no limit
+//	owner = 0                         # left out: 0
+//	collaborator = 120                # left out: 120
+//	system_agent = 0                  # left out: 0
+//	background_agent = 0              # left out: 0
+//	external_agent = 60               # left out: 60
+//	service = 300                     # left out: 300
+//
 // (testdata/example.toml is this file; a test loads it.)
 //
 // # Defaults
@@ -109,6 +117,9 @@
 // silence 500ms (seed 004: a silent session is never answered) and
 // prefix padding 300ms. The voice key is the provider's API key: hearth
 // mints short-lived credentials with it and never sends it to a client.
+// Rate limits, requests a minute per identity through every door: owner,
+// system_agent and background_agent none, collaborator 120,
+// external_agent 60, service 300.
 //
 // # Secrets
 //

@@ -96,10 +96,17 @@ var fields = []field{
 
 	{key: "curator.enabled", env: "MNEMO_CURATOR", value: func(c *Config) value { return boolean(&c.Curator.Enabled) }},
 	{key: "curator.model", env: "MNEMO_CURATOR_MODEL", unset: "(the chat model)", value: func(c *Config) value { return text(&c.Curator.Model, false) }},
+
+	{key: "rate.owner", unset: "0 (no limit)", value: func(c *Config) value { return integer(&c.RateLimit.Owner) }},
+	{key: "rate.collaborator", unset: "0 (no limit)", value: func(c *Config) value { return integer(&c.RateLimit.Collaborator) }},
+	{key: "rate.system_agent", unset: "0 (no limit)", value: func(c *Config) value { return integer(&c.RateLimit.SystemAgent) }},
+	{key: "rate.background_agent", unset: "0 (no limit)", value: func(c *Config) value { return integer(&c.RateLimit.BackgroundAgent) }},
+	{key: "rate.external_agent", unset: "0 (no limit)", value: func(c *Config) value { return integer(&c.RateLimit.ExternalAgent) }},
+	{key: "rate.service", unset: "0 (no limit)", value: func(c *Config) value { return integer(&c.RateLimit.Service) }},
 }
 
 // tables are the file's tables.
-var tables = map[string]bool{"model": true, "recall": true, "voice": true, "curator": true}
+var tables = map[string]bool{"model": true, "recall": true, "voice": true, "curator": true, "rate": true}
 
 func fieldByKey(key string) (field, bool) {
 	for _, f := range fields {

@@ -17,6 +17,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/auth"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/ipc"
 )
@@ -173,6 +174,14 @@ func (l *loader) defaults() *Config {
 		Curator: CuratorConfig{
 			Enabled: Setting[bool]{true, def("curator.enabled")},
 			Model:   str("curator.model", ""),
+		},
+		RateLimit: RateLimitConfig{
+			Owner:           Setting[int]{0, def("rate.owner")},
+			Collaborator:    Setting[int]{auth.DefaultRateLimits()[auth.ActorCollaborator], def("rate.collaborator")},
+			SystemAgent:     Setting[int]{0, def("rate.system_agent")},
+			BackgroundAgent: Setting[int]{0, def("rate.background_agent")},
+			ExternalAgent:   Setting[int]{auth.DefaultRateLimits()[auth.ActorExternalAgent], def("rate.external_agent")},
+			Service:         Setting[int]{auth.DefaultRateLimits()[auth.ActorService], def("rate.service")},
 		},
 	}
 	return c

@@ -134,6 +134,14 @@ func TestLoadDefaults(t *testing.T) {
 			Enabled: Setting[bool]{true, def("curator.enabled")},
 			Model:   str("curator.model", ""),
 		},
+		RateLimit: RateLimitConfig{
+			Owner:           Setting[int]{0, def("rate.owner")},
+			Collaborator:    Setting[int]{120, def("rate.collaborator")},
+			SystemAgent:     Setting[int]{0, def("rate.system_agent")},
+			BackgroundAgent: Setting[int]{0, def("rate.background_agent")},
+			ExternalAgent:   Setting[int]{60, def("rate.external_agent")},
+			Service:         Setting[int]{300, def("rate.service")},
+		},
 	}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("Load() (-want +got):\n%s", diff)
@@ -485,6 +493,13 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{
 				`recall.embedder bert (file $DIR/mnemo/hearth.toml:2): use auto, wordvec, openai, ollama or none`,
 				`recall.embed_dim -1 (file $DIR/mnemo/hearth.toml:3): must not be negative`,
+			},
+		},
+		{
+			name: "a negative rate limit",
+			fx:   fixture{file: "[rate]\nservice = -5\n"},
+			want: []string{
+				`rate.service -5 (file $DIR/mnemo/hearth.toml:2): must not be negative (requests a minute; 0 is no limit)`,
 			},
 		},
 	}

@@ -80,6 +80,12 @@ func (l *loader) validate(c *Config) []error {
 	if c.LogBackups.Value < 0 {
 		bad(c.LogBackups.Source, c.LogBackups.Value, "must not be negative")
 	}
+	r := c.RateLimit
+	for _, n := range []Setting[int]{r.Owner, r.Collaborator, r.SystemAgent, r.BackgroundAgent, r.ExternalAgent, r.Service} {
+		if n.Value < 0 {
+			bad(n.Source, n.Value, "must not be negative (requests a minute; 0 is no limit)")
+		}
+	}
 	if c.MaxIterations.Value < 0 {
 		bad(c.MaxIterations.Source, c.MaxIterations.Value, "must not be negative (0: no bound)")
 	}

@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 			return err
 		}
 	}
-	door, err := ndjson.New(s.core, ndjson.Options{Token: token, Auth: s.auth, Throttle: s.throttle, Metrics: metrics,
+	door, err := ndjson.New(s.core, ndjson.Options{Token: token, Auth: s.auth, Throttle: s.throttle, Limiter: s.limiter, Metrics: metrics,
 		TLS: tlsCfg, Fingerprint: fingerprint, Log: log, Shutdown: stop})
 	if err != nil {
 		return err
@@ -145,6 +145,7 @@ func Run(ctx context.Context, cfg *config.Config, rt Runtime) error {
 			Metrics:  metrics,
 			Auth:     s.auth,
 			Throttle: s.throttle,
+			Limiter:  s.limiter,
 			Models:   s.models,
 			Embedder: embedder{s.mem},
 			Log:      log,
@@ -213,6 +214,7 @@ type System struct {
 	// throttle slows guessing sources at every door.
 	auth     *auth.Store
 	throttle *auth.Throttle
+	limiter  *auth.Limiter // per identity, every door's
 
 	lock     *memory.RootLock
 	root     *memory.Root
@@ -304,6 +306,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		return nil, err
 	}
 	s.auth, s.throttle = authStore, auth.NewThrottle(auth.ThrottleOptions{})
+	s.limiter = auth.NewLimiter(auth.LimiterOptions{PerMinute: cfg.RateLimits()})
 
 	var core *hearth.Hearth // the cache_store tool commits through it
 	s.registry = tools.New(tools.Options{

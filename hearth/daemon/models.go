@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -109,6 +110,11 @@ func (p *preferences) Resolve() (hearth.Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	return p.adapter(cfg)
+}
+
+// adapter is the model for cfg, made once and reused while cfg stays.
+func (p *preferences) adapter(cfg llm.Config) (hearth.Model, error) {
 	key := fmt.Sprintf("%s|%s|%s|%v|%v|%v", cfg.String(), cfg.API, strings.Join(cfg.ServerTools, ","), cfg.Timeout, cfg.FirstByteTimeout, cfg.IdleTimeout)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -122,6 +128,64 @@ func (p *preferences) Resolve() (hearth.Model, error) {
 	p.log.Info("model provider", "provider", cfg.String())
 	p.cache[key] = m
 	return m, nil
+}
+
+// Choices are the models a request may name for its own turn (the HTTP
+// doors' model field), each as "provider/model" and as its bare model
+// name: the turn's model (Resolve's) first, then the configuration's when
+// a preference moved away from it, then every other provider whose key is
+// configured, at its default model. A bare name two providers share
+// names the first.
+func (p *preferences) Choices() []string {
+	var names []string
+	for _, c := range p.choices() {
+		names = append(names, c.Model, c.Provider+"/"+c.Model)
+	}
+	return names
+}
+
+// Named is the model a request named (one of Choices), for that turn
+// only; false when no choice has that name or its adapter cannot be made.
+func (p *preferences) Named(name string) (hearth.Model, bool) {
+	for _, c := range p.choices() {
+		if name == c.Provider+"/"+c.Model || name == c.Model {
+			m, err := p.adapter(c)
+			if err != nil {
+				p.log.Warn("a requested model cannot be used", "model", name, "err", err)
+				return nil, false
+			}
+			return m, true
+		}
+	}
+	return nil, false
+}
+
+// choices are the resolved configurations Choices lists, in its order,
+// without repeats.
+func (p *preferences) choices() []llm.Config {
+	var out []llm.Config
+	add := func(s llm.Settings) (llm.Config, bool) {
+		c, err := s.Resolve()
+		if err != nil {
+			return c, false // that provider has no key: not configured
+		}
+		if !slices.ContainsFunc(out, func(o llm.Config) bool { return o.Provider == c.Provider && o.Model == c.Model }) {
+			out = append(out, c)
+		}
+		return c, true
+	}
+	add(p.cfg.ModelSettings(p.current()))
+	base := p.cfg.ModelSettings(config.Preferences{})
+	own, ok := add(base)
+	for _, prov := range []string{llm.ProviderXAI, llm.ProviderAnthropic, llm.ProviderOpenAI} {
+		if ok && own.Provider == prov {
+			continue // at its configured model, above
+		}
+		s := base
+		s.Provider, s.Model = prov, ""
+		add(s)
+	}
+	return out
 }
 
 // Budget is the context budget of the next turn: the preference's, else

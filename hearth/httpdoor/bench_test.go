@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,13 +33,27 @@ func firstChunk(s *stamp, read <-chan struct{}) replyFunc {
 	}
 }
 
-// report puts p50 and p99 of the added latencies on the benchmark.
-func report(b *testing.B, lat []time.Duration) {
+// report puts p50 and p99 of the added latencies on the benchmark, and
+// the process's CPU time per turn since cpu0 (cpuNow): client, door,
+// core and stand-in model together, which a loaded machine does not
+// change the way it changes latency.
+func report(b *testing.B, lat []time.Duration, cpu0 time.Duration) {
+	cpu := cpuNow() - cpu0
 	slices.Sort(lat)
 	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) }
 	b.ReportMetric(q(0.50), "p50-µs")
 	b.ReportMetric(q(0.99), "p99-µs")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-µs/turn")
 	b.ReportMetric(0, "ns/op")
+}
+
+// cpuNow is the user and system CPU time this process has used.
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkFirstByte measures what each door adds between the model's
@@ -54,6 +69,7 @@ func BenchmarkFirstByte(b *testing.B) {
 		b.Run(door.name, func(b *testing.B) {
 			th := startHearth(b, func(c *testConfig) { c.Quiet = true })
 			var lat []time.Duration
+			cpu0 := cpuNow()
 			for b.Loop() {
 				s, read := &stamp{}, make(chan struct{})
 				th.model.replies <- firstChunk(s, read)
@@ -80,7 +96,7 @@ func BenchmarkFirstByte(b *testing.B) {
 				}
 				resp.Body.Close()
 			}
-			report(b, lat)
+			report(b, lat, cpu0)
 		})
 	}
 	b.Run("ndjson", func(b *testing.B) {
@@ -103,6 +119,7 @@ func BenchmarkFirstByte(b *testing.B) {
 		}
 		defer conn.Close()
 		var lat []time.Duration
+		cpu0 := cpuNow()
 		for b.Loop() {
 			s, read := &stamp{}, make(chan struct{})
 			th.model.replies <- firstChunk(s, read)
@@ -123,6 +140,41 @@ func BenchmarkFirstByte(b *testing.B) {
 				}
 			}
 		}
-		report(b, lat)
+		report(b, lat, cpu0)
 	})
+}
+
+// flushDiscard is a ResponseWriter that keeps nothing and can flush.
+type flushDiscard struct{ h http.Header }
+
+func (w *flushDiscard) Header() http.Header         { return w.h }
+func (w *flushDiscard) Write(p []byte) (int, error) { return len(p), nil }
+func (w *flushDiscard) WriteHeader(int)             {}
+func (w *flushDiscard) Flush()                      {}
+
+// BenchmarkSSEEvent is the door's own CPU for one streamed chunk: framing
+// and encoding the event and handing it to the ResponseWriter, flushed
+// (the network is not in it).
+func BenchmarkSSEEvent(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		send func(s *sse) error
+	}{
+		{"engine-text-delta", func(s *sse) error { return s.event("text-delta", textDelta{Content: "a chunk of the reply"}) }},
+		{"openai-chunk", func(s *sse) error {
+			return s.data(chatCompletion{ID: "chatcmpl-0123456789abcdef01234567", Object: "chat.completion.chunk", Created: 1764150000, Model: "mnemo",
+				Choices: []chatChoice{{Delta: &assistantOutput{Content: ptr("a chunk of the reply")}}}, RequestID: "req_0123456789abcdef01234567"})
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			r, _ := http.NewRequest("POST", "/", nil)
+			s := startSSE(&call{w: &flushDiscard{h: http.Header{}}, r: r, id: "req_x"})
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := tc.send(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -30,7 +30,7 @@ import (
 // Core is what the door needs of hearth's core.
 type Core interface {
 	Subscribe(opts hearth.WatchOptions) (*hearth.Subscription, error)
-	Send(ref, content string) error
+	SendWith(ctx context.Context, ref, content string, o hearth.SendOptions) error
 	Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
 	Health() hearth.Health
 	Propose(ctx context.Context, p vault.Proposal) (hearth.ProposalOutcome, error)
@@ -56,16 +56,29 @@ type Throttle interface {
 	Succeeded(src netip.Addr)
 }
 
+// Limiter is the per-identity request rate limit (*auth.Limiter): 0 lets
+// the request through, else it is how long the identity must wait.
+type Limiter interface {
+	Allow(id auth.Identity) time.Duration
+}
+
 // Embedder embeds texts for /v1/embeddings; its errors stay in the log.
 type Embedder interface {
 	Embed(ctx context.Context, texts []string) (model string, vecs [][]float32, err error)
 }
 
-// Models resolves the model of the next turn (hearth's Models): the
-// configured provider, whose name /v1/models lists, and which phrases
-// /v1/query's answer when asked to summarize.
+// Models are the configured models (the daemon's preferences): the
+// conversation's, which phrases /v1/query's answer when asked to
+// summarize, and those a chat request may name for its own turn.
 type Models interface {
+	// Resolve is the model of the conversation's next turn.
 	Resolve() (hearth.Model, error)
+	// Choices are the names a request may give as its model, the
+	// conversation's model first (GET /v1/models lists them after the
+	// companion's own name).
+	Choices() []string
+	// Named is the model of one of Choices; false for any other name.
+	Named(name string) (hearth.Model, bool)
 }
 
 // Options configure a Door.
@@ -75,6 +88,10 @@ type Options struct {
 	// the daemon passes the one every door shares, so a source guessing
 	// on one door is slowed on all of them.
 	Throttle Throttle
+	// Limiter, when set, bounds each identity's requests (seed 002: 429
+	// with retry_after_ms); the daemon passes the one every door
+	// shares, so an identity's requests count on all of them.
+	Limiter  Limiter
 	Models   Models   // nil: only the companion's own model name
 	Embedder Embedder // nil: /v1/embeddings answers 503
 	// Metrics, when set, records every request and is served at
@@ -252,7 +269,14 @@ func throttled(wait time.Duration) *apiError {
 		msg: "too many failed attempts from this address; try again later", retryAfter: wait}
 }
 
-// admit authenticates the bearer token and authorizes the route.
+// rateLimited is the 429 of an identity whose requests are spent.
+func rateLimited(wait time.Duration) *apiError {
+	return &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limited",
+		msg: "too many requests from this credential; try again after retry_after_ms", retryAfter: max(wait, time.Millisecond)}
+}
+
+// admit authenticates the bearer token, authorizes the route and takes
+// the request from the identity's rate limit.
 func (d *Door) admit(c *call, rt route) error {
 	src := sourceAddr(c.r)
 	if d.o.Throttle != nil {
@@ -285,6 +309,12 @@ func (d *Door) admit(c *call, rt route) error {
 	if err := d.o.Auth.Authorize(id, rt.res, rt.act); err != nil {
 		d.log.Info("http: forbidden", "request_id", c.id, "route", c.route, "subject", id.Subject, "actor", id.Actor)
 		return errForbidden
+	}
+	if d.o.Limiter != nil {
+		if w := d.o.Limiter.Allow(id); w > 0 {
+			d.log.Info("http: rate limited", "request_id", c.id, "route", c.route, "subject", id.Subject, "actor", id.Actor, "retry_after", w)
+			return rateLimited(w)
+		}
 	}
 	c.r = c.r.WithContext(auth.WithIdentity(c.r.Context(), id))
 	return nil

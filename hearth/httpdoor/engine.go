@@ -10,6 +10,9 @@ import (
 
 // engineRequest is POST /engine/chat's body (seed 000).
 type engineRequest struct {
+	// Model, when set, names one of the configured models for this turn
+	// (as /v1/chat/completions' model; GET /v1/models lists them).
+	Model    string          `json:"model"`
 	Messages []engineMessage `json:"messages"`
 	Metadata engineMetadata  `json:"metadata"`
 }
@@ -79,8 +82,15 @@ var safeMessages = map[string]string{
 	codeUnavailable:     "hearth stopped answering; try again shortly",
 }
 
-// streamCode maps a problem of the core to the stream's taxonomy.
+// streamCode maps a problem of the core to the stream's taxonomy. A turn
+// that ended in its tool loop (the model still calling tools at the
+// iteration limit, or a tool's outcome not stored) is tool_error; a tool
+// that merely fails is a tool-result with an error, and the model goes
+// on, so the stream does too.
 func streamCode(p *hearth.Problem) string {
+	if p.InTools && p.Code == hearth.CodeProviderError {
+		return codeToolError
+	}
 	switch p.Code {
 	case hearth.CodeContextOverflow:
 		return codeContextOverflow
@@ -145,8 +155,12 @@ func (d *Door) engineChat(c *call) error {
 		return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "bad_request",
 			msg: "the messages need a user message with content", clarify: &clarify{MissingFields: []string{"messages[].role=user"}, BadTypes: []string{}, OutOfRange: []string{}}}
 	}
+	model, err := d.pickModel(req.Model)
+	if err != nil {
+		return err
+	}
 	s := startSSE(c)
-	end, err := d.runTurn(c.r.Context(), c.id, content, func(ev turnEvent) error {
+	end, err := d.runTurn(c.r.Context(), c.id, content, model, func(ev turnEvent) error {
 		switch {
 		case ev.Text != "":
 			return s.event("text-delta", textDelta{Content: ev.Text})

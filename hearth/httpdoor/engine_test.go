@@ -150,18 +150,26 @@ func TestEngineChatToolEvents(t *testing.T) {
 // fixed one: never the provider's text, a path or a key.
 func TestEngineChatErrorTaxonomy(t *testing.T) {
 	leaky := "open /home/owner/.config/mnemo/token: sk-live-SECRET\ngoroutine 1 [running]:"
+	callTool := func(ctx context.Context, req llm.Request, onText func(string)) (llm.Response, error) {
+		return llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "lookup", Arguments: json.RawMessage(`{"q":"x"}`)}}}, nil
+	}
+	inToolLoop := func(c *testConfig) { c.Config.Tools, c.Config.MaxIterations = &fakeTools{fail: true}, 1 }
 	for _, tc := range []struct {
 		name  string
 		reply replyFunc
 		code  string
 		names string
+		cfg   func(*testConfig)
 	}{
-		{"provider before text", failing(&llm.Error{Provider: "openai", Status: 500, Err: errors.New(leaky)}), codeProviderError, "error"},
-		{"provider mid-stream", failing(&llm.Error{Provider: "openai", Status: 500, Err: errors.New(leaky)}, "partial "), codeProviderError, "text-delta,error"},
-		{"context overflow", failing(&llm.Error{Provider: "openai", Status: 400, Err: errors.New(leaky), ContextOverflow: true}), codeContextOverflow, "error"},
+		// The model still calls tools when its model calls run out: the
+		// turn ends in its tool loop.
+		{"tool loop cut at the iteration limit", callTool, codeToolError, "tool-call,tool-result,error", inToolLoop},
+		{"provider before text", failing(&llm.Error{Provider: "openai", Status: 500, Err: errors.New(leaky)}), codeProviderError, "error", nil},
+		{"provider mid-stream", failing(&llm.Error{Provider: "openai", Status: 500, Err: errors.New(leaky)}, "partial "), codeProviderError, "text-delta,error", nil},
+		{"context overflow", failing(&llm.Error{Provider: "openai", Status: 400, Err: errors.New(leaky), ContextOverflow: true}), codeContextOverflow, "error", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			th := startHearth(t, nil)
+			th := startHearth(t, tc.cfg)
 			th.model.replies <- tc.reply
 			code, evs := curlSSE(t, th, engineBody)
 			if code != http.StatusOK {

@@ -81,12 +81,39 @@ func failing(err error, parts ...string) replyFunc {
 	}
 }
 
+// models is the conversation's model m and the others a request may
+// name, each by provider/model and by its model name.
 type models struct {
-	m   hearth.Model
-	err error
+	m      hearth.Model
+	err    error
+	others []hearth.Model
 }
 
 func (f models) Resolve() (hearth.Model, error) { return f.m, f.err }
+
+func (f models) all() []hearth.Model {
+	if f.m == nil {
+		return f.others
+	}
+	return append([]hearth.Model{f.m}, f.others...)
+}
+
+func (f models) Choices() []string {
+	var out []string
+	for _, m := range f.all() {
+		out = append(out, m.Model(), m.Name()+"/"+m.Model())
+	}
+	return out
+}
+
+func (f models) Named(name string) (hearth.Model, bool) {
+	for _, m := range f.all() {
+		if name == m.Name()+"/"+m.Model() || name == m.Model() {
+			return m, true
+		}
+	}
+	return nil, false
+}
 
 // fakeMemory answers searches with fixed hits.
 type fakeMemory struct{ hits []memory.Hit }
@@ -144,6 +171,7 @@ type testConfig struct {
 	hearth.Config
 	Model    *scriptModel
 	NoModel  error
+	Others   []hearth.Model // the models a request may name besides Model
 	Hits     []memory.Hit
 	Vault    bool
 	Door     Options
@@ -219,7 +247,7 @@ func startHearth(t testing.TB, mutate func(*testConfig)) *testHearth {
 		if tc.Model != nil {
 			m = tc.Model
 		}
-		mm := models{m: m, err: tc.NoModel}
+		mm := models{m: m, err: tc.NoModel, others: tc.Others}
 		cfg.Models, ms = mm, mm
 	}
 	if tc.Hits != nil {

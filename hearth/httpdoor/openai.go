@@ -1,7 +1,7 @@
 package httpdoor
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -84,26 +84,29 @@ func lastUser(msgs []chatMessage) (string, bool) {
 	return "", false
 }
 
-// modelNames is what /v1/models lists: the companion's own name, and the
-// configured provider's model by its name and as provider/model.
+// modelNames is what /v1/models lists: the companion's own name, then
+// the configured models by the names a request may give.
 func (d *Door) modelNames() []string {
 	names := []string{CompanionModel}
-	if d.o.Models == nil {
-		return names
-	}
-	if m, err := d.o.Models.Resolve(); err == nil && m != nil {
-		names = append(names, m.Model(), m.Name()+"/"+m.Model())
+	if d.o.Models != nil {
+		names = append(names, d.o.Models.Choices()...)
 	}
 	return names
 }
 
-func (d *Door) knownModel(name string) bool {
-	for _, n := range d.modelNames() {
-		if n == name {
-			return true
+// pickModel is the model a request named for its turn: nil (the
+// conversation's own) for none or the companion's name, else one of the
+// configured models; any other name is 404 model_not_found.
+func (d *Door) pickModel(name string) (hearth.Model, error) {
+	if name == "" || name == CompanionModel {
+		return nil, nil
+	}
+	if d.o.Models != nil {
+		if m, ok := d.o.Models.Named(name); ok {
+			return m, nil
 		}
 	}
-	return false
+	return nil, modelNotFound(name)
 }
 
 func modelNotFound(name string) *apiError {
@@ -201,15 +204,16 @@ func (d *Door) chatCompletions(c *call) error {
 		cl := &clarify{MissingFields: []string{"messages[].role=user"}, BadTypes: []string{}, OutOfRange: []string{}}
 		return unprocessable("the messages need a user message with text: it is what the companion answers", cl)
 	}
-	if !d.knownModel(req.Model) {
-		return modelNotFound(req.Model)
+	model, err := d.pickModel(req.Model)
+	if err != nil {
+		return err
 	}
 	c.trace.step("route", 0, "turn of the shared conversation")
 	id := "chatcmpl-" + strings.TrimPrefix(c.id, "req_")
 	created := time.Now().Unix()
 	if !req.Stream {
 		t0 := time.Now()
-		end, err := d.runTurn(c.r.Context(), c.id, content, func(turnEvent) error { return nil })
+		end, err := d.runTurn(c.r.Context(), c.id, content, model, func(turnEvent) error { return nil })
 		if err != nil {
 			return err
 		}
@@ -232,7 +236,7 @@ func (d *Door) chatCompletions(c *call) error {
 			Choices: []chatChoice{{Delta: delta, FinishReason: finish}}, RequestID: c.id}
 	}
 	first := true
-	end, err := d.runTurn(c.r.Context(), c.id, content, func(ev turnEvent) error {
+	end, err := d.runTurn(c.r.Context(), c.id, content, model, func(ev turnEvent) error {
 		if ev.Text == "" {
 			return nil
 		}
@@ -273,17 +277,23 @@ func cmpModel(a, b string) string {
 	return b
 }
 
-// sse writes a text/event-stream response, flushing each event.
+// sse writes a text/event-stream response, flushing each event. Each
+// event is framed in one buffer kept for the stream (the JSON encoded
+// straight into it) and handed to the ResponseWriter in one Write, then
+// flushed once: no second buffer, no copy per line.
 type sse struct {
 	c       *call
-	bw      *bufio.Writer
 	rc      *http.ResponseController
+	buf     bytes.Buffer
+	enc     *json.Encoder // encodes into buf
 	started bool
 	err     error
 }
 
 func startSSE(c *call) *sse {
-	return &sse{c: c, bw: bufio.NewWriterSize(c.w, 4096), rc: http.NewResponseController(c.w)}
+	s := &sse{c: c, rc: http.NewResponseController(c.w)}
+	s.enc = json.NewEncoder(&s.buf)
+	return s
 }
 
 func (s *sse) begin() {
@@ -304,12 +314,18 @@ func (s *sse) raw(text string) error {
 	if s.err != nil {
 		return s.err
 	}
-	s.begin()
-	if _, err := s.bw.WriteString(text); err != nil {
-		s.err = err
-		return err
+	s.buf.Reset()
+	s.buf.WriteString(text)
+	return s.send()
+}
+
+// send writes buf as it is and flushes it to the client.
+func (s *sse) send() error {
+	if s.err != nil {
+		return s.err
 	}
-	if err := s.bw.Flush(); err != nil {
+	s.begin()
+	if _, err := s.c.w.Write(s.buf.Bytes()); err != nil {
 		s.err = err
 		return err
 	}
@@ -319,23 +335,31 @@ func (s *sse) raw(text string) error {
 	return s.err
 }
 
-// data writes one unnamed event (OpenAI's stream).
-func (s *sse) data(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
+// frame writes "[event: <name>\n]data: <v as JSON>\n\n" (the encoder
+// ends the JSON with the first newline).
+func (s *sse) frame(name string, v any) error {
+	if s.err != nil {
+		return s.err
+	}
+	s.buf.Reset()
+	if name != "" {
+		s.buf.WriteString("event: ")
+		s.buf.WriteString(name)
+		s.buf.WriteByte('\n')
+	}
+	s.buf.WriteString("data: ")
+	if err := s.enc.Encode(v); err != nil {
 		return err
 	}
-	return s.raw("data: " + string(b) + "\n\n")
+	s.buf.WriteByte('\n')
+	return s.send()
 }
 
+// data writes one unnamed event (OpenAI's stream).
+func (s *sse) data(v any) error { return s.frame("", v) }
+
 // event writes one named event (/engine/chat).
-func (s *sse) event(name string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return s.raw("event: " + name + "\ndata: " + string(b) + "\n\n")
-}
+func (s *sse) event(name string, v any) error { return s.frame(name, v) }
 
 // fail ends an OpenAI stream with an error event, as OpenAI's own
 // streams do; the status was sent already.

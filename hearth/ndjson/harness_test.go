@@ -49,6 +49,7 @@ type testConfig struct {
 	TLS              *tls.Config
 	Fingerprint      string
 	Metrics          *telemetry.Metrics
+	Limiter          Limiter
 
 	// Model answers every turn (Config.Models). NoModel, when Model is
 	// nil, is the error the models report instead (shown to clients).
@@ -142,6 +143,7 @@ func (c *testConfig) build() (hearth.Config, Options) {
 		Throttle:         c.Throttle,
 		TLS:              c.TLS,
 		Fingerprint:      c.Fingerprint,
+		Limiter:          c.Limiter,
 		Log:              cfg.Log,
 	}
 }

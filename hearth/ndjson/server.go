@@ -34,6 +34,10 @@ type Options struct {
 	// Throttle slows sources whose handshakes fail; share one with the
 	// other doors. nil makes the door's own from Gate.
 	Throttle *auth.Throttle
+	// Limiter, when set, bounds each identity's messages (share the one
+	// every door uses): a message past the limit is answered with an
+	// error rate_limited and its retry_after_ms, the connection open.
+	Limiter Limiter
 	// TLS, when set, serves TLS; Fingerprint is its certificate's,
 	// shown by pairing.
 	TLS         *tls.Config
@@ -87,6 +91,12 @@ func (o *Options) setDefaults() {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+}
+
+// Limiter is the per-identity rate limit (*auth.Limiter): 0 lets the
+// request through, else it is how long to wait.
+type Limiter interface {
+	Allow(id auth.Identity) time.Duration
 }
 
 // Server serves protocol v1 as NDJSON over TCP: one JSON object per line,
@@ -340,6 +350,7 @@ type conn struct {
 	why *ipc.Error // what to tell the client as the connection ends
 
 	metrics *telemetry.Metrics
+	limiter Limiter // nil: no rate limit
 }
 
 func (c *conn) setWhy(e *ipc.Error) {
@@ -353,7 +364,7 @@ func (c *conn) setWhy(e *ipc.Error) {
 // session serves an authenticated client until it leaves, misbehaves
 // beyond recovery, falls behind or hearth shuts down.
 func (s *Server) session(ctx context.Context, nc net.Conn, r *ipc.Reader, hello *ipc.Connect, id auth.Identity, remote string) {
-	c := &conn{nc: nc, id: s.nextID.Add(1), log: s.log, who: id, auth: s.opts.Auth, fingerprint: s.opts.Fingerprint, metrics: s.opts.Metrics}
+	c := &conn{nc: nc, id: s.nextID.Add(1), log: s.log, who: id, auth: s.opts.Auth, fingerprint: s.opts.Fingerprint, metrics: s.opts.Metrics, limiter: s.opts.Limiter}
 	// The identity rides in ctx into the core's calls (the turn's tools).
 	sess, err := wire.Open(auth.WithIdentity(context.WithoutCancel(ctx), id), s.core, wire.Options{
 		Watch: hearth.WatchOptions{
@@ -437,6 +448,11 @@ func (c *conn) readLoop(r *ipc.Reader, sess *wire.Session) {
 			c.metrics.Request("ndjson", m.Type(), "forbidden", time.Since(t0))
 			continue
 		}
+		if e := c.rateLimited(m); e != nil {
+			sess.Reply(e)
+			c.metrics.Request("ndjson", m.Type(), "rate_limited", time.Since(t0))
+			continue
+		}
 		if c.handleAuth(m) {
 			c.metrics.Request("ndjson", m.Type(), "ok", time.Since(t0))
 			continue
@@ -448,6 +464,26 @@ func (c *conn) readLoop(r *ipc.Reader, sess *wire.Session) {
 			return
 		}
 	}
+}
+
+// rateLimited is the refusal of m when its sender's requests a minute
+// are spent, nil when it may go ahead. Keeping the connection alive
+// (ping), leaving and cancelling the reply in flight are never refused.
+func (c *conn) rateLimited(m ipc.Msg) *ipc.Error {
+	if c.limiter == nil {
+		return nil
+	}
+	switch m.(type) {
+	case *ipc.Ping, *ipc.Disconnect, *ipc.Cancel:
+		return nil
+	}
+	wait := c.limiter.Allow(c.who)
+	if wait <= 0 {
+		return nil
+	}
+	c.log.Info("request rate limited", "client", c.id, "type", m.Type(), "subject", c.who.Subject, "actor", c.who.Actor, "retry_after", wait)
+	return &ipc.Error{Code: ipc.CodeRateLimited, Message: "too many requests from this identity; try again after retry_after_ms",
+		Ref: refOf(m), RetryAfterMS: max(wait.Milliseconds(), 1)}
 }
 
 // writeLoop writes the session's events, a batch at a time with one flush
