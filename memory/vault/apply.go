@@ -65,8 +65,8 @@ type Vault struct {
 	crash func(stage string) bool
 	// failWrite, in tests, fails ApplyBatch's i-th file write.
 	failWrite func(i int, path string) error
-	list  listCache // List's parsed notes (listcache.go)
-	git   gitCache  // what commits keep of git between them (gitcache.go)
+	list      listCache // List's parsed notes (listcache.go)
+	git       gitCache  // what commits keep of git between them (gitcache.go)
 }
 
 // errCrash is what a write stopped by crash returns.
