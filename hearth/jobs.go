@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -505,6 +506,7 @@ func (h *Hearth) doJob(ctx context.Context, j *jobs.Job, key, period string, due
 	dir := filepath.Join(s.cfg.StateDir, "jobs.staged")
 	name := stagedName(key)
 	var st staged
+	resumed := false
 	b, err := os.ReadFile(filepath.Join(dir, name))
 	switch {
 	case err == nil:
@@ -512,6 +514,7 @@ func (h *Hearth) doJob(ctx context.Context, j *jobs.Job, key, period string, due
 			h.log.Warn("jobs: staged run unreadable; asking again", "key", key, "err", err)
 			st = staged{}
 		}
+		resumed = st.Key != ""
 	case !errors.Is(err, os.ErrNotExist):
 		run.Err = fmt.Errorf("staged run: %w", err)
 		return run
@@ -527,25 +530,24 @@ func (h *Hearth) doJob(ctx context.Context, j *jobs.Job, key, period string, due
 		}
 	}
 	run.Rejected = st.Rejected
-	done := map[string]bool{}
-	for _, id := range st.Done {
-		done[id] = true
-	}
+	// The staged proposals are carried out together: what policy applies
+	// is one vault commit, all of it or none; a run resumed from its
+	// stage carries out only what the ledger and the inbox do not hold
+	// already. (Done is what a stage of an older hearth proposed one by
+	// one.)
+	var todo []vault.Proposal
 	for _, p := range st.Proposals {
-		if done[p.ID] {
-			continue
+		if !slices.Contains(st.Done, p.ID) {
+			todo = append(todo, p)
 		}
-		out, err := h.Propose(ctx, p)
+	}
+	if len(todo) > 0 {
+		outs, err := h.ProposeBatch(ctx, todo, fmt.Sprintf("job %s, run %s", j.Name, key), resumed)
 		if err != nil {
-			run.Err = fmt.Errorf("propose %s: %w", p.Path, err)
+			run.Err = fmt.Errorf("propose: %w", err)
 			return run
 		}
-		run.Outcomes = append(run.Outcomes, out)
-		st.Done = append(st.Done, p.ID)
-		if err := writeStaged(dir, name, &st); err != nil {
-			run.Err = err
-			return run
-		}
+		run.Outcomes = outs
 	}
 	for _, q := range st.Questions {
 		path, err := vault.SaveQuestion(h.cfg.Vault.Dir(), &q)
