@@ -99,6 +99,11 @@ type curatorState struct {
 	health CuratorHealth
 	flush  flushMemo // the flush cursor, as saved
 	active bool      // the worker runs: the window waits for flushes
+	// rewrite are the notes a forget hid, waiting for their rewrite
+	// (rewrite.go); rewriteScanned: the vault was searched for those a
+	// forget hid before a restart.
+	rewrite        map[string]bool
+	rewriteScanned bool
 }
 
 func newCuratorState(cfg *CuratorConfig) *curatorState {
@@ -174,6 +179,9 @@ func (h *Hearth) startCurator(ctx context.Context) (done func()) {
 			err := h.curatePending(ctx)
 			if err == nil {
 				err = h.flushPending(ctx)
+			}
+			if err == nil {
+				err = h.rewritePending(ctx)
 			}
 			if err != nil && ctx.Err() == nil {
 				attempt++

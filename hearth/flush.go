@@ -213,7 +213,11 @@ func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Re
 	done.Outcomes, done.Questions, applied, queued, rejected = h.carryOut(ctx, "flush", res)
 	first, last := rng[0].ID, rng[len(rng)-1].ID
 	done.Path = vault.SummariesDir + "/threads/" + h.conv.id + "-" + first + ".md"
-	out, err := h.writeSummary(ctx, done.Path, first, last, summary)
+	from := memo.From
+	if from == "" {
+		from = first
+	}
+	out, err := h.writeSummary(ctx, done.Path, from, first, last, summary)
 	if err != nil {
 		return err
 	}
@@ -242,12 +246,20 @@ func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Re
 
 // writeSummary proposes the summary at path: a new note, or, when a flush
 // of the same range wrote it before a crash, an update of it (same id).
-func (h *Hearth) writeSummary(ctx context.Context, path, first, last, summary string) (ProposalOutcome, error) {
+// It cites the first record the summary covers (from: summaries are
+// cumulative), the first of this flush and the last: a forget of any
+// record between them reaches it (forget_derived.go).
+func (h *Hearth) writeSummary(ctx context.Context, path, from, first, last, summary string) (ProposalOutcome, error) {
 	current, err := h.cfg.Vault.Read(path)
 	if err != nil {
 		return ProposalOutcome{}, fmt.Errorf("flush summary: %w", err)
 	}
-	src := []vault.Source{{Thread: h.conv.id, Turn: first}, {Thread: h.conv.id, Turn: last}}
+	var src []vault.Source
+	for _, id := range []string{from, first, last} {
+		if !slices.ContainsFunc(src, func(s vault.Source) bool { return s.Turn == id }) {
+			src = append(src, vault.Source{Thread: h.conv.id, Turn: id})
+		}
+	}
 	n := &vault.Note{ID: vault.NewNoteID(), Title: "Conversation " + h.conv.id + " so far", Type: "summary", Confidence: 1, Sources: src, Body: []byte(summary + "\n")}
 	p := vault.Proposal{Op: vault.OpCreate, Path: path, Author: vault.AuthorCurator, Sources: src,
 		Reason: "the conversation's records up to " + last + " leave the context window; the summary takes their place"}

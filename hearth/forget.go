@@ -32,6 +32,9 @@ type ForgetResult struct {
 	Forgotten []string // the records forgotten now
 	Unknown   []string // ids that named no live record
 	Purged    *journal.PurgeReport
+	// Derived is what the forget did to the vault: the notes, summaries
+	// and entity notes made from the turns.
+	Derived Derived
 }
 
 // Forget forgets the turns req names: one tombstone through the commit
@@ -75,8 +78,19 @@ func (h *Hearth) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, e
 		return res, &Problem{Code: CodeBadRequest, Message: "forget: no turn has that id (it may be forgotten already)"}
 	}
 	if len(res.Forgotten) > 0 {
+		h.markForget(res.Forgotten, req.By)
 		if err := h.forget(ctx, h.conv, res.Forgotten, req.By); err != nil {
+			h.clearForgetMarker()
 			return res, &Problem{Code: CodeInternal, Message: "hearth could not store the forget; nothing was forgotten"}
+		}
+		// What was made from the turns: notes, summaries, entity notes.
+		d, err := h.forgetDerived(ctx, res.Forgotten, req.By)
+		res.Derived = d
+		if err != nil {
+			// The marker stays: the next start finishes it.
+			h.log.Warn("forget: the turns are forgotten, but what was made from them is not yet changed", "err", err)
+		} else {
+			h.clearForgetMarker()
 		}
 	}
 	if req.Purge {

@@ -649,6 +649,9 @@ func (h *Hearth) stageJob(ctx context.Context, j *jobs.Job, key, period string, 
 	for _, r := range res.Rejected {
 		h.log.Warn("jobs: op rejected", "job", j.Name, "index", r.Index, "op", r.Op, "path", r.Path, "why", r.Why)
 	}
+	if len(recs) > 0 {
+		coverPeriod(res.Proposals, summary, h.conv.id, recs[0].ID, recs[len(recs)-1].ID)
+	}
 	// Ids are fixed now, so a resumed run writes the same files again
 	// rather than new ones.
 	for i := range res.Proposals {
@@ -662,4 +665,30 @@ func (h *Hearth) stageJob(ctx context.Context, j *jobs.Job, key, period string, 
 		}
 	}
 	return staged{Key: key, Proposals: res.Proposals, Questions: res.Questions, Rejected: res.Rejected}, nil
+}
+
+// coverPeriod makes the summary a run writes (a whole note at path) cite
+// the first and the last record of its period as well as what the model
+// cited: a forget of any record between them reaches it
+// (forget_derived.go).
+func coverPeriod(ps []vault.Proposal, path, thread, first, last string) {
+	for i := range ps {
+		p := &ps[i]
+		if p.Path != path || p.Content == "" {
+			continue
+		}
+		n, err := vault.ParseNote(p.Path, []byte(p.Content))
+		if err != nil {
+			continue
+		}
+		for _, id := range []string{first, last} {
+			if !slices.ContainsFunc(n.Sources, func(s vault.Source) bool { return s.Turn == id }) {
+				n.Sources = append(n.Sources, vault.Source{Thread: thread, Turn: id})
+			}
+			if !slices.ContainsFunc(p.Sources, func(s vault.Source) bool { return s.Turn == id }) {
+				p.Sources = append(p.Sources, vault.Source{Thread: thread, Turn: id})
+			}
+		}
+		p.Content = string(n.Format())
+	}
 }

@@ -64,6 +64,7 @@ func (h *Hearth) keepVault(ctx context.Context) {
 	// owner edited while it was stopped is committed before it exits.
 	first, cancel := context.WithTimeout(context.WithoutCancel(ctx), vaultWrite)
 	h.vaultPass(first, true)
+	h.resumeForget(first) // a forget a stop cut short reaches the vault
 	cancel()
 	for attempt := 0; ; {
 		if !h.vaultPending() {

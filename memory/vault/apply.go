@@ -21,6 +21,9 @@ const (
 	AuthorAgent   = "agent"
 	AuthorOwner   = "owner"
 	AuthorCurator = "curator"
+	// AuthorForget is what a forget changes: the notes made from the
+	// turns forgotten, and their rewrites.
+	AuthorForget = "forget"
 	// AuthorExternalPrefix starts the author of an external agent's
 	// proposal: "external:<name>", name of [a-z0-9_-].
 	AuthorExternalPrefix = "external:"
