@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mnemo/mnemo/memory/journal"
+	"github.com/mnemo/mnemo/memory/vault"
 )
 
 // Who asks to forget, as tombstones and Forgotten events say.
@@ -35,6 +36,10 @@ type ForgetResult struct {
 	// Derived is what the forget did to the vault: the notes, summaries
 	// and entity notes made from the turns.
 	Derived Derived
+	// GitKeeps, after a purge, are the vault files a forget ever changed:
+	// git's history keeps their earlier versions, made from forgotten
+	// turns. A purge erases the journal's text, not git's history.
+	GitKeeps []string
 }
 
 // Forget forgets the turns req names: one tombstone through the commit
@@ -105,7 +110,8 @@ func (h *Hearth) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, e
 				h.log.Warn("forget: compact the index", "err", err)
 			}
 		}
-		h.log.Info("journal purged", "records", rep.Records, "shards", rep.Shards)
+		res.GitKeeps = h.gitKeeps()
+		h.log.Info("journal purged", "records", rep.Records, "shards", rep.Shards, "git_keeps", len(res.GitKeeps))
 	}
 	return res, nil
 }
@@ -150,4 +156,27 @@ func (c *conversation) forgetLocked(ids []string) {
 			c.recent[i].ResponseID = ""
 		}
 	}
+}
+
+// gitKeeps lists the vault files a forget ever changed (the ledger's
+// lines by forget): their earlier versions in git still hold what was
+// made from the turns forgotten.
+func (h *Hearth) gitKeeps() []string {
+	v := h.cfg.Vault
+	if v == nil {
+		return nil
+	}
+	es, _, err := vault.ReadLedger(v.Dir())
+	if err != nil {
+		h.log.Warn("forget: ledger unreadable", "err", err)
+		return nil
+	}
+	var out []string
+	for _, e := range es {
+		if e.Author == AuthorForget && !slices.Contains(out, e.Path) {
+			out = append(out, e.Path)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

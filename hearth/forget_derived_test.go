@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -229,5 +231,69 @@ func TestForgetReachesWhatWasMadeFromIt(t *testing.T) {
 	}
 	if got := knowledge("fence"); !slices.Contains(got, "knowledge/projects/garden.md") {
 		t.Errorf("the rewritten note is not found again: %q", got)
+	}
+
+	// A purge erases the journal's text, and says which vault files git's
+	// history still holds earlier versions of.
+	pres, err := h.Forget(ctx, hearth.ForgetRequest{Purge: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"entities/person/ana.md", "entities/place/elm-street.md", "knowledge/projects/allotment.md", "knowledge/projects/garden.md", "summaries/threads/main-a.md"}
+	if pres.Purged == nil || pres.Purged.Records != 1 || !slices.Equal(pres.GitKeeps, want) {
+		t.Errorf("purge %+v, want git_keeps %q", pres, want)
+	}
+}
+
+// TestForgetResumedAtStart: a forget a stop cut short between its
+// tombstone and the vault (the marker left) reaches the vault at the next
+// start; a marker naming a turn still live (cut before the tombstone)
+// changes nothing.
+func TestForgetResumedAtStart(t *testing.T) {
+	for _, tombstone := range []bool{true, false} {
+		t.Run(fmt.Sprintf("tombstone %v", tombstone), func(t *testing.T) {
+			v, j, dir := openVaultRoot(t)
+			ctx := t.Context()
+			r, err := j.Append(ctx, journal.Record{Role: memory.RoleUser, Text: "The allotment is at 7 Elm Street.", Mode: "text"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const p = "knowledge/projects/allotment.md"
+			if _, err := v.Apply(ctx, &vault.Proposal{ID: vault.NewProposalID(), Op: vault.OpCreate, Path: p, Content: noteWith("Allotment", "project", "The allotment is at 7 Elm Street.", r.ID),
+				Reason: "said", Sources: []vault.Source{{Thread: hearth.MainConversation, Turn: r.ID}}, Author: vault.AuthorCurator}); err != nil {
+				t.Fatal(err)
+			}
+			// What Forget leaves when the process dies after the tombstone.
+			if err := os.MkdirAll(filepath.Join(dir, "index"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "index", "forget.pending.json"), []byte(`{"ids":["`+r.ID+`"],"by":"owner"}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if tombstone {
+				if _, err := j.Append(ctx, journal.Tombstone([]string{r.ID}, hearth.ByOwner)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h, err := hearth.New(hearth.Config{Journal: j, Vault: v, ShutdownGrace: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := newRecorder()
+			rec.watch(t, h, hearth.WatchOptions{})
+			runCtx, stop := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); h.Run(runCtx) }()
+			t.Cleanup(func() { stop(); <-done })
+			// The keeper's first pass finishes the forget, then says the
+			// vault is settled.
+			rec.waitFor(t, func(ev hearth.Event) bool { _, ok := ev.(*hearth.VaultSettled); return ok })
+			if _, err := os.Stat(filepath.Join(dir, "index", "forget.pending.json")); !os.IsNotExist(err) {
+				t.Errorf("the marker stayed: %v", err)
+			}
+			if b, _ := v.Read(p); (b != nil) == tombstone {
+				t.Errorf("note exists = %v with tombstone %v", b != nil, tombstone)
+			}
+		})
 	}
 }
