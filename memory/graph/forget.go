@@ -83,3 +83,22 @@ func (l *Live) DropEvents(ids []string) {
 	l.Graph().Forget(ids)
 	signal(l.rebuild)
 }
+
+// AddRelation records a relation the curator stated between two named
+// entities (by name or alias), typed by the archetype, with the events
+// that are its evidence. It reports whether both ends are known.
+func (g *Graph) AddRelation(from, to, typ string, evidence []string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	a, b := g.alias[Normalize(from)], g.alias[Normalize(to)]
+	if a == "" || b == "" || a == b || typ == "" {
+		return false
+	}
+	if len(evidence) == 0 {
+		evidence = []string{""}
+	}
+	for _, ev := range evidence {
+		g.relate(a, b, typ, ev, false)
+	}
+	return true
+}
