@@ -272,21 +272,7 @@ func (h *Hearth) jobsDue(ctx context.Context) time.Duration {
 		if ctx.Err() != nil {
 			return 0
 		}
-		due := j.Schedule.Last(now)
-		period, from, to := j.Schedule.Period(due)
-		key := jobs.Key(j.Name, period)
-		s.mu.Lock()
-		done := s.st.Finished(j.Name, key)
-		retry, retrying := s.retryAt[j.Name]
-		s.mu.Unlock()
-		if !done && (!retrying || !now.Before(retry)) {
-			recs, err := h.periodRecords(ctx, j, from, to)
-			if err == nil {
-				h.runJob(ctx, j, key, period, due, recs)
-			} else {
-				h.log.Warn("jobs: journal unreadable", "job", j.Name, "err", err)
-			}
-		}
+		h.catchUp(ctx, j, now)
 		next := j.Schedule.Next(now)
 		s.mu.Lock()
 		if at, ok := s.retryAt[j.Name]; ok && at.Before(next) {
@@ -301,6 +287,66 @@ func (h *Hearth) jobsDue(ctx context.Context) time.Duration {
 		}
 	}
 	return max(wait, time.Second)
+}
+
+// catchUp runs every period of j missed, up to jobs.CatchUp of them,
+// oldest first: the latest always, an older one only when it has turns
+// (else it is marked finished: there is nothing to summarise). One scan
+// of the journal covers them all; a failed run stops the rest until its
+// retry.
+func (h *Hearth) catchUp(ctx context.Context, j *jobs.Job, now time.Time) {
+	s := h.jobs
+	dues := j.Schedule.Missed(now, jobs.CatchUp(j.Schedule.Kind))
+	if len(dues) == 0 {
+		return
+	}
+	latest := dues[len(dues)-1]
+	s.mu.Lock()
+	retry, retrying := s.retryAt[j.Name]
+	var todo []time.Time
+	for _, due := range dues {
+		period, _, _ := j.Schedule.Period(due)
+		if !s.st.Finished(j.Name, jobs.Key(j.Name, period)) {
+			todo = append(todo, due)
+		}
+	}
+	s.mu.Unlock()
+	if len(todo) == 0 || retrying && now.Before(retry) {
+		return
+	}
+	_, from, _ := j.Schedule.Period(todo[0])
+	_, _, to := j.Schedule.Period(todo[len(todo)-1])
+	recs, err := h.periodRecords(ctx, j, from, to)
+	if err != nil {
+		h.log.Warn("jobs: journal unreadable", "job", j.Name, "err", err)
+		return
+	}
+	for _, due := range todo {
+		if ctx.Err() != nil {
+			return
+		}
+		period, pf, pt := j.Schedule.Period(due)
+		var in []journal.Record
+		for _, r := range recs {
+			if !r.TS.Before(pf) && r.TS.Before(pt) {
+				in = append(in, r)
+			}
+		}
+		key := jobs.Key(j.Name, period)
+		if len(in) == 0 && !due.Equal(latest) {
+			s.mu.Lock()
+			s.st.Finish(j.Name, key)
+			err := s.st.Save(s.cfg.StateDir)
+			s.mu.Unlock()
+			if err != nil {
+				h.log.Error("jobs: state not saved", "err", err)
+			}
+			continue
+		}
+		if h.runJob(ctx, j, key, period, due, in).Err != nil {
+			return
+		}
+	}
 }
 
 // periodRecords are the turns of the journal in [from, to).

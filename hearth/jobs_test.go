@@ -200,6 +200,58 @@ func TestJobsDailyCatchUpIdempotent(t *testing.T) {
 	})
 }
 
+// TestJobsCatchUpEveryMissedPeriod: a start after days stopped runs every
+// missed daily period that has turns, oldest first, within the last
+// seven; older ones and empty ones are not sent to the model.
+func TestJobsCatchUpEveryMissedPeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		v, j, dir := openVaultRoot(t)
+		onlyJobs(t, dir, "daily")
+		// The bubble's clock starts at 2000-01-01 00:00 UTC: the dues
+		// missed are 1999-12-25 … 12-31 05:00 (periods 12-24 … 12-30).
+		for _, day := range []int{20, 26, 27, 30} {
+			say(t, j, time.Date(1999, 12, day, 10, 0, 0, 0, time.UTC), fmt.Sprintf("On the %dth the beans grew.", day))
+		}
+		model := &jobModel{reply: summaryReply()}
+		runs := make(chan hearth.JobRun, 16)
+		cfg := hearth.Config{Journal: j, Vault: v, Jobs: &hearth.JobsConfig{StateDir: t.TempDir(), Model: model, Observe: func(r hearth.JobRun) { runs <- r }}}
+		_, stop := startHearth(t, cfg)
+		var keys []string
+		for range 3 {
+			r := <-runs
+			if r.Err != nil || len(r.Outcomes) != 1 {
+				t.Fatalf("run %+v", r)
+			}
+			keys = append(keys, r.Key)
+		}
+		synctest.Wait()
+		stop()
+		if want := []string{"daily:1999-12-26", "daily:1999-12-27", "daily:1999-12-30"}; strings.Join(keys, ",") != strings.Join(want, ",") {
+			t.Errorf("runs %q, want %q", keys, want)
+		}
+		if model.count() != 3 {
+			t.Errorf("%d model calls, want 3", model.count())
+		}
+		for _, day := range []string{"1999-12-26", "1999-12-27", "1999-12-30"} {
+			if b, _ := v.Read("summaries/daily/" + day + ".md"); b == nil {
+				t.Errorf("no summary of %s", day)
+			}
+		}
+		// A restart runs none of them again.
+		_, stop = startHearth(t, cfg)
+		synctest.Wait()
+		stop()
+		if model.count() != 3 {
+			t.Errorf("a restart ran a period again: %d calls", model.count())
+		}
+		select {
+		case r := <-runs:
+			t.Errorf("a restart ran %+v", r)
+		default:
+		}
+	})
+}
+
 // batchVault fails the first batches: before any of it is written
 // (nothing applied, as vault.ApplyBatch guarantees when a write fails
 // part way), or after it was written and committed (a run cut short
