@@ -49,6 +49,15 @@ type Config struct {
 	Recall  RecallConfig
 	Voice   VoiceConfig
 	Curator CuratorConfig
+	Jobs    JobsConfig
+}
+
+// JobsConfig is the vault's job runner's settings (DESIGN.md "Jobs").
+type JobsConfig struct {
+	// Enabled runs the vault's jobs (daily, weekly, session summary);
+	// default true. They run only with the curator on, whose model they
+	// use.
+	Enabled Setting[bool]
 }
 
 // CuratorConfig is the post-turn curator pass's settings (DESIGN.md "The
@@ -60,6 +69,10 @@ type CuratorConfig struct {
 	// Model is the model name the curator asks its provider for; "": the
 	// chat model.
 	Model Setting[string]
+	// Flush runs the flush pass (compaction without forgetting) before
+	// turns leave the context window; default true. Off, the window
+	// trims the oldest turns as without a curator.
+	Flush Setting[bool]
 }
 
 // Log file defaults: 10 MiB a file, five older ones kept.

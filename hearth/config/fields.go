@@ -96,10 +96,13 @@ var fields = []field{
 
 	{key: "curator.enabled", env: "MNEMO_CURATOR", value: func(c *Config) value { return boolean(&c.Curator.Enabled) }},
 	{key: "curator.model", env: "MNEMO_CURATOR_MODEL", unset: "(the chat model)", value: func(c *Config) value { return text(&c.Curator.Model, false) }},
+	{key: "curator.flush", env: "MNEMO_CURATOR_FLUSH", value: func(c *Config) value { return boolean(&c.Curator.Flush) }},
+
+	{key: "jobs.enabled", env: "MNEMO_JOBS", value: func(c *Config) value { return boolean(&c.Jobs.Enabled) }},
 }
 
 // tables are the file's tables.
-var tables = map[string]bool{"model": true, "recall": true, "voice": true, "curator": true}
+var tables = map[string]bool{"model": true, "recall": true, "voice": true, "curator": true, "jobs": true}
 
 func fieldByKey(key string) (field, bool) {
 	for _, f := range fields {

@@ -173,6 +173,10 @@ func (l *loader) defaults() *Config {
 		Curator: CuratorConfig{
 			Enabled: Setting[bool]{true, def("curator.enabled")},
 			Model:   str("curator.model", ""),
+			Flush:   Setting[bool]{true, def("curator.flush")},
+		},
+		Jobs: JobsConfig{
+			Enabled: Setting[bool]{true, def("jobs.enabled")},
 		},
 	}
 	return c
