@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mnemo/mnemo/hearth/curator"
 	"github.com/mnemo/mnemo/hearth/llm"
@@ -36,6 +37,11 @@ type Flushed struct {
 	Rejected []curator.Rejection
 	// Questions are the files of the questions asked.
 	Questions []string
+	// Took is the pass's wall time, off the reply path: the model call,
+	// the proposals and the summary's vault write, the cursor.
+	Took time.Duration
+	// InputTokens and OutputTokens are what its model call cost.
+	InputTokens, OutputTokens int64
 }
 
 // flushMemo is the flush cursor's file: the last record flushed, the
@@ -186,14 +192,15 @@ func (h *Hearth) flushPending(ctx context.Context) error {
 	if len(rng) == 0 {
 		return nil
 	}
-	resp, _, err := h.curatorAsk(ctx, h.flushPrompt(), curator.FlushMessage(h.conv.id, memo.Summary, rng),
+	start := time.Now()
+	resp, usage, err := h.curatorAsk(ctx, h.flushPrompt(), curator.FlushMessage(h.conv.id, memo.Summary, rng),
 		&llm.OutputSchema{Name: curator.FlushSchemaName, Schema: curator.FlushSchema, Strict: true})
 	if err == nil {
 		var res curator.Result
 		var summary string
 		res, summary, err = curator.DecodeFlush([]byte(resp.Text), curator.Input{Thread: h.conv.id, Records: rng, Read: h.cfg.Vault.Read})
 		if err == nil {
-			return h.keepFlush(ctx, memo, rng, res, summary)
+			return h.keepFlush(ctx, memo, rng, res, summary, start, usage)
 		}
 	}
 	c.mu.Lock()
@@ -203,9 +210,9 @@ func (h *Hearth) flushPending(ctx context.Context) error {
 }
 
 // keepFlush carries out a flush reply and moves the flush cursor.
-func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Record, res curator.Result, summary string) error {
+func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Record, res curator.Result, summary string, start time.Time, usage llm.Usage) error {
 	c := h.curator
-	done := Flushed{Summary: summary, Rejected: res.Rejected}
+	done := Flushed{Summary: summary, Rejected: res.Rejected, InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}
 	for _, r := range rng {
 		done.Records = append(done.Records, r.ID)
 	}
@@ -239,6 +246,7 @@ func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Re
 	c.health.LastError = ""
 	c.mu.Unlock()
 	if c.cfg.OnFlush != nil {
+		done.Took = time.Since(start)
 		c.cfg.OnFlush(done)
 	}
 	return nil
