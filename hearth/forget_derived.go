@@ -131,8 +131,10 @@ func (h *Hearth) resumeForget(ctx context.Context) {
 //     removed when none is left; the graph drops them at once.
 //
 // Notes are found by a scan of the vault's notes (List, whose cache makes
-// it a stat per note) rather than an index kept beside them: a forget is
-// rare, and the scan cannot drift from the files the owner edits.
+// it a stat per note; BenchmarkForgetScan) rather than an index kept
+// beside them: a forget is rare, and the scan cannot drift from the files
+// the owner edits. It runs before the commit mutex is taken; each note
+// found is read and checked again under it.
 func (h *Hearth) forgetDerived(ctx context.Context, ids []string, by string) (Derived, error) {
 	var out Derived
 	if d, ok := h.cfg.Entities.(interface{ DropEvents([]string) }); ok {
@@ -150,11 +152,13 @@ func (h *Hearth) forgetDerived(ctx context.Context, ids []string, by string) (De
 	for _, id := range ids {
 		gone[id] = true
 	}
-	h.commitMu.Lock()
-	defer h.commitMu.Unlock()
-	h.ownerEditsLocked(ctx)
-	var ps []*vault.Proposal
-	reason := fmt.Sprintf("the %s forgot %d turn(s) this was made from", forgetter(by), len(ids))
+	// The scan runs before the commit mutex is taken (turns go on
+	// meanwhile); each note found is read again under it.
+	type found struct {
+		path    string
+		summary bool
+	}
+	var cands []found
 	for _, prefix := range []string{vault.KnowledgeDir + "/", vault.SummariesDir + "/"} {
 		notes, err := v.List(ctx, vault.ListFilter{Prefix: prefix})
 		if err != nil {
@@ -162,22 +166,29 @@ func (h *Hearth) forgetDerived(ctx context.Context, ids []string, by string) (De
 		}
 		for _, n := range notes {
 			summary := strings.HasPrefix(n.Path, vault.SummariesDir+"/")
-			if !touches(n.Sources, gone, summary) {
-				continue
+			if touches(n.Sources, gone, summary) {
+				cands = append(cands, found{n.Path, summary})
 			}
-			p, hidden, err := h.forgetNote(n.Path, gone, summary, reason)
-			if err != nil {
-				return out, err
-			}
-			if p == nil {
-				continue
-			}
-			ps = append(ps, p)
-			if hidden {
-				out.Hidden = append(out.Hidden, n.Path)
-			} else {
-				out.Removed = append(out.Removed, n.Path)
-			}
+		}
+	}
+	h.commitMu.Lock()
+	defer h.commitMu.Unlock()
+	h.ownerEditsLocked(ctx)
+	var ps []*vault.Proposal
+	reason := fmt.Sprintf("the %s forgot %d turn(s) this was made from", forgetter(by), len(ids))
+	for _, c := range cands {
+		p, hidden, err := h.forgetNote(c.path, gone, c.summary, reason)
+		if err != nil {
+			return out, err
+		}
+		if p == nil {
+			continue
+		}
+		ps = append(ps, p)
+		if hidden {
+			out.Hidden = append(out.Hidden, c.path)
+		} else {
+			out.Removed = append(out.Removed, c.path)
 		}
 	}
 	eps, err := h.forgetEntityNotes(gone, reason)
@@ -269,8 +280,8 @@ func (h *Hearth) forgetNote(p string, gone map[string]bool, summary bool, reason
 		return nil, false, nil
 	}
 	n, err := vault.ParseNote(p, cur)
-	if err != nil {
-		return nil, false, nil // changed since List; the owner's to fix
+	if err != nil || !touches(n.Sources, gone, summary) {
+		return nil, false, nil // changed since the scan
 	}
 	var kept []vault.Source
 	for _, s := range n.Sources {
