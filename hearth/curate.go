@@ -14,6 +14,7 @@ import (
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/internal/backoff"
 	"github.com/mnemo/mnemo/memory"
+	"github.com/mnemo/mnemo/memory/graph"
 	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/vault"
 )
@@ -56,6 +57,10 @@ type Curated struct {
 	Rejected  []curator.Rejection
 	Questions []string // the files of the questions asked
 	None      bool     // the curator said nothing is to be kept
+	// Entities and Relations are what it extracted, typed by the
+	// archetype (they join the entity graph).
+	Entities  []curator.Entity
+	Relations []curator.Relation
 	// Invalid is why the reply as a whole was refused; "" when it was used.
 	Invalid                   string
 	InputTokens, OutputTokens int64
@@ -99,6 +104,11 @@ type curatorState struct {
 	health CuratorHealth
 	flush  flushMemo // the flush cursor, as saved
 	active bool      // the worker runs: the window waits for flushes
+	// rewrite are the notes a forget hid, waiting for their rewrite
+	// (rewrite.go); rewriteScanned: the vault was searched for those a
+	// forget hid before a restart.
+	rewrite        map[string]bool
+	rewriteScanned bool
 }
 
 func newCuratorState(cfg *CuratorConfig) *curatorState {
@@ -174,6 +184,9 @@ func (h *Hearth) startCurator(ctx context.Context) (done func()) {
 			err := h.curatePending(ctx)
 			if err == nil {
 				err = h.flushPending(ctx)
+			}
+			if err == nil {
+				err = h.rewritePending(ctx)
 			}
 			if err != nil && ctx.Err() == nil {
 				attempt++
@@ -361,6 +374,43 @@ func (h *Hearth) curatorPrompt() string {
 	return curator.DefaultPrompt
 }
 
+// curatorArchetype is the vault's archetype (config/archetype.yml), read
+// at each pass so that an edit changes what the curator is told at once;
+// an invalid file gives the graph's (the one hearth started with).
+func (h *Hearth) curatorArchetype() (graph.Archetype, bool) {
+	b, err := h.cfg.Vault.Read(graph.ArchetypeFile)
+	if err == nil && b != nil {
+		a, perr := graph.ParseArchetype(b)
+		if perr == nil {
+			return a, true
+		}
+		err = perr
+	}
+	if err != nil {
+		h.log.Warn("curator: the archetype is not valid; using the one hearth started with", "file", graph.ArchetypeFile, "err", err)
+	}
+	if g := h.entityGraph(); g != nil {
+		return g.Archetype(), true
+	}
+	return graph.Archetype{}, false
+}
+
+// curatedEntities adds what the curator extracted to the entity graph:
+// each entity with its type fixed and its aliases, each relation between
+// two of them with the records that state it.
+func (h *Hearth) curatedEntities(res curator.Result) {
+	g := h.entityGraph()
+	if g == nil {
+		return
+	}
+	for _, e := range res.Entities {
+		g.AddEntity(graph.Entity{Name: e.Name, Type: e.Type, Aliases: e.Aliases})
+	}
+	for _, r := range res.Relations {
+		g.AddRelation(r.From, r.To, r.Type, r.Sources)
+	}
+}
+
 // curateTurn runs the curator over one turn. Only a model failure is an
 // error (the turn waits); a reply that is not usable is rejected, logged
 // and counted, and the turn is done.
@@ -368,8 +418,13 @@ func (h *Hearth) curateTurn(ctx context.Context, turn []journal.Record) error {
 	c := h.curator
 	before := h.curatorContext(turn)
 	shown := append(before, turn...)
-	resp, usage, err := h.curatorAsk(ctx, h.curatorPrompt(), curator.Message(h.conv.id, shown, len(before)),
-		&llm.OutputSchema{Name: curator.SchemaName, Schema: curator.Schema, Strict: true})
+	system, schema, extraction := h.curatorPrompt(), curator.Schema, curator.Extraction{}
+	if a, ok := h.curatorArchetype(); ok {
+		extraction = curator.ExtractionOf(a)
+		system, schema = curator.SystemPrompt(system, a), curator.SchemaWith(extraction)
+	}
+	resp, usage, err := h.curatorAsk(ctx, system, curator.Message(h.conv.id, shown, len(before)),
+		&llm.OutputSchema{Name: curator.SchemaName, Schema: schema, Strict: true})
 	if err != nil {
 		return fmt.Errorf("curator model: %w", err)
 	}
@@ -377,7 +432,7 @@ func (h *Hearth) curateTurn(ctx context.Context, turn []journal.Record) error {
 	for _, r := range turn {
 		done.Turn = append(done.Turn, r.ID)
 	}
-	res, err := curator.Decode([]byte(resp.Text), curator.Input{Thread: h.conv.id, Records: shown, Read: h.cfg.Vault.Read})
+	res, err := curator.Decode([]byte(resp.Text), curator.Input{Thread: h.conv.id, Records: shown, Read: h.cfg.Vault.Read, Extraction: extraction})
 	if err != nil {
 		h.log.Warn("curator: reply rejected", "turn", turn[0].ID, "why", err)
 		done.Invalid = err.Error()
@@ -388,6 +443,8 @@ func (h *Hearth) curateTurn(ctx context.Context, turn []journal.Record) error {
 		return nil
 	}
 	done.Rejected, done.None = res.Rejected, res.None
+	done.Entities, done.Relations = res.Entities, res.Relations
+	h.curatedEntities(res)
 	for _, r := range res.Rejected {
 		h.log.Warn("curator: op rejected", "turn", turn[0].ID, "index", r.Index, "op", r.Op, "path", r.Path, "why", r.Why)
 	}

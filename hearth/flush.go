@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mnemo/mnemo/hearth/curator"
 	"github.com/mnemo/mnemo/hearth/llm"
@@ -36,6 +37,11 @@ type Flushed struct {
 	Rejected []curator.Rejection
 	// Questions are the files of the questions asked.
 	Questions []string
+	// Took is the pass's wall time, off the reply path: the model call,
+	// the proposals and the summary's vault write, the cursor.
+	Took time.Duration
+	// InputTokens and OutputTokens are what its model call cost.
+	InputTokens, OutputTokens int64
 }
 
 // flushMemo is the flush cursor's file: the last record flushed, the
@@ -186,14 +192,15 @@ func (h *Hearth) flushPending(ctx context.Context) error {
 	if len(rng) == 0 {
 		return nil
 	}
-	resp, _, err := h.curatorAsk(ctx, h.flushPrompt(), curator.FlushMessage(h.conv.id, memo.Summary, rng),
+	start := time.Now()
+	resp, usage, err := h.curatorAsk(ctx, h.flushPrompt(), curator.FlushMessage(h.conv.id, memo.Summary, rng),
 		&llm.OutputSchema{Name: curator.FlushSchemaName, Schema: curator.FlushSchema, Strict: true})
 	if err == nil {
 		var res curator.Result
 		var summary string
 		res, summary, err = curator.DecodeFlush([]byte(resp.Text), curator.Input{Thread: h.conv.id, Records: rng, Read: h.cfg.Vault.Read})
 		if err == nil {
-			return h.keepFlush(ctx, memo, rng, res, summary)
+			return h.keepFlush(ctx, memo, rng, res, summary, start, usage)
 		}
 	}
 	c.mu.Lock()
@@ -203,9 +210,9 @@ func (h *Hearth) flushPending(ctx context.Context) error {
 }
 
 // keepFlush carries out a flush reply and moves the flush cursor.
-func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Record, res curator.Result, summary string) error {
+func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Record, res curator.Result, summary string, start time.Time, usage llm.Usage) error {
 	c := h.curator
-	done := Flushed{Summary: summary, Rejected: res.Rejected}
+	done := Flushed{Summary: summary, Rejected: res.Rejected, InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}
 	for _, r := range rng {
 		done.Records = append(done.Records, r.ID)
 	}
@@ -213,7 +220,11 @@ func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Re
 	done.Outcomes, done.Questions, applied, queued, rejected = h.carryOut(ctx, "flush", res)
 	first, last := rng[0].ID, rng[len(rng)-1].ID
 	done.Path = vault.SummariesDir + "/threads/" + h.conv.id + "-" + first + ".md"
-	out, err := h.writeSummary(ctx, done.Path, first, last, summary)
+	from := memo.From
+	if from == "" {
+		from = first
+	}
+	out, err := h.writeSummary(ctx, done.Path, from, first, last, summary)
 	if err != nil {
 		return err
 	}
@@ -235,6 +246,7 @@ func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Re
 	c.health.LastError = ""
 	c.mu.Unlock()
 	if c.cfg.OnFlush != nil {
+		done.Took = time.Since(start)
 		c.cfg.OnFlush(done)
 	}
 	return nil
@@ -242,12 +254,20 @@ func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Re
 
 // writeSummary proposes the summary at path: a new note, or, when a flush
 // of the same range wrote it before a crash, an update of it (same id).
-func (h *Hearth) writeSummary(ctx context.Context, path, first, last, summary string) (ProposalOutcome, error) {
+// It cites the first record the summary covers (from: summaries are
+// cumulative), the first of this flush and the last: a forget of any
+// record between them reaches it (forget_derived.go).
+func (h *Hearth) writeSummary(ctx context.Context, path, from, first, last, summary string) (ProposalOutcome, error) {
 	current, err := h.cfg.Vault.Read(path)
 	if err != nil {
 		return ProposalOutcome{}, fmt.Errorf("flush summary: %w", err)
 	}
-	src := []vault.Source{{Thread: h.conv.id, Turn: first}, {Thread: h.conv.id, Turn: last}}
+	var src []vault.Source
+	for _, id := range []string{from, first, last} {
+		if !slices.ContainsFunc(src, func(s vault.Source) bool { return s.Turn == id }) {
+			src = append(src, vault.Source{Thread: h.conv.id, Turn: id})
+		}
+	}
 	n := &vault.Note{ID: vault.NewNoteID(), Title: "Conversation " + h.conv.id + " so far", Type: "summary", Confidence: 1, Sources: src, Body: []byte(summary + "\n")}
 	p := vault.Proposal{Op: vault.OpCreate, Path: path, Author: vault.AuthorCurator, Sources: src,
 		Reason: "the conversation's records up to " + last + " leave the context window; the summary takes their place"}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -223,6 +224,34 @@ func TestFlushBeforeTrim(t *testing.T) {
 	hl := h.CuratorHealth()
 	if hl.FlushCursor != first.Records[len(first.Records)-1] && hl.Flushes < 2 || hl.Cut != 0 {
 		t.Errorf("health %+v", hl)
+	}
+
+	// Forgetting a flushed record removes the summaries that cover it and
+	// resets the flush cursor: the summary no longer stands in the
+	// window, which falls back to the live records until the flush pass
+	// summarises them again.
+	res, err := h.Forget(t.Context(), hearth.ForgetRequest{IDs: []string{first.Records[0]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Derived.Removed, first.Path) {
+		t.Errorf("forget removed %q, not the summary %s", res.Derived.Removed, first.Path)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, filepath.FromSlash(first.Path))); b != nil {
+		t.Errorf("the summary of a forgotten record is still there:\n%s", b)
+	}
+	if hl := h.CuratorHealth(); hl.FlushCursor != "" {
+		t.Errorf("flush cursor %q after the forget, want reset", hl.FlushCursor)
+	}
+	sent = append(sent, longTurn(len(sent)))
+	sendAwait(t, h, sent[len(sent)-1])
+	reqs = chat.Requests()
+	shown.Reset()
+	for _, m := range reqs[len(reqs)-1].Messages {
+		shown.WriteString(m.Content + "\n")
+	}
+	if strings.Contains(shown.String(), "Earlier in this conversation (summary)") || strings.Contains(shown.String(), "message 000 ") {
+		t.Errorf("after the forget the window still shows the summary or the record:\n%s", shown.String())
 	}
 }
 

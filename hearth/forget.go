@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mnemo/mnemo/memory/journal"
+	"github.com/mnemo/mnemo/memory/vault"
 )
 
 // Who asks to forget, as tombstones and Forgotten events say.
@@ -32,6 +33,13 @@ type ForgetResult struct {
 	Forgotten []string // the records forgotten now
 	Unknown   []string // ids that named no live record
 	Purged    *journal.PurgeReport
+	// Derived is what the forget did to the vault: the notes, summaries
+	// and entity notes made from the turns.
+	Derived Derived
+	// GitKeeps, after a purge, are the vault files a forget ever changed:
+	// git's history keeps their earlier versions, made from forgotten
+	// turns. A purge erases the journal's text, not git's history.
+	GitKeeps []string
 }
 
 // Forget forgets the turns req names: one tombstone through the commit
@@ -75,8 +83,19 @@ func (h *Hearth) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, e
 		return res, &Problem{Code: CodeBadRequest, Message: "forget: no turn has that id (it may be forgotten already)"}
 	}
 	if len(res.Forgotten) > 0 {
+		h.markForget(res.Forgotten, req.By)
 		if err := h.forget(ctx, h.conv, res.Forgotten, req.By); err != nil {
+			h.clearForgetMarker()
 			return res, &Problem{Code: CodeInternal, Message: "hearth could not store the forget; nothing was forgotten"}
+		}
+		// What was made from the turns: notes, summaries, entity notes.
+		d, err := h.forgetDerived(ctx, res.Forgotten, req.By)
+		res.Derived = d
+		if err != nil {
+			// The marker stays: the next start finishes it.
+			h.log.Warn("forget: the turns are forgotten, but what was made from them is not yet changed", "err", err)
+		} else {
+			h.clearForgetMarker()
 		}
 	}
 	if req.Purge {
@@ -91,7 +110,8 @@ func (h *Hearth) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, e
 				h.log.Warn("forget: compact the index", "err", err)
 			}
 		}
-		h.log.Info("journal purged", "records", rep.Records, "shards", rep.Shards)
+		res.GitKeeps = h.gitKeeps()
+		h.log.Info("journal purged", "records", rep.Records, "shards", rep.Shards, "git_keeps", len(res.GitKeeps))
 	}
 	return res, nil
 }
@@ -136,4 +156,27 @@ func (c *conversation) forgetLocked(ids []string) {
 			c.recent[i].ResponseID = ""
 		}
 	}
+}
+
+// gitKeeps lists the vault files a forget ever changed (the ledger's
+// lines by forget): their earlier versions in git still hold what was
+// made from the turns forgotten.
+func (h *Hearth) gitKeeps() []string {
+	v := h.cfg.Vault
+	if v == nil {
+		return nil
+	}
+	es, _, err := vault.ReadLedger(v.Dir())
+	if err != nil {
+		h.log.Warn("forget: ledger unreadable", "err", err)
+		return nil
+	}
+	var out []string
+	for _, e := range es {
+		if e.Author == AuthorForget && !slices.Contains(out, e.Path) {
+			out = append(out, e.Path)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -271,21 +272,7 @@ func (h *Hearth) jobsDue(ctx context.Context) time.Duration {
 		if ctx.Err() != nil {
 			return 0
 		}
-		due := j.Schedule.Last(now)
-		period, from, to := j.Schedule.Period(due)
-		key := jobs.Key(j.Name, period)
-		s.mu.Lock()
-		done := s.st.Finished(j.Name, key)
-		retry, retrying := s.retryAt[j.Name]
-		s.mu.Unlock()
-		if !done && (!retrying || !now.Before(retry)) {
-			recs, err := h.periodRecords(ctx, j, from, to)
-			if err == nil {
-				h.runJob(ctx, j, key, period, due, recs)
-			} else {
-				h.log.Warn("jobs: journal unreadable", "job", j.Name, "err", err)
-			}
-		}
+		h.catchUp(ctx, j, now)
 		next := j.Schedule.Next(now)
 		s.mu.Lock()
 		if at, ok := s.retryAt[j.Name]; ok && at.Before(next) {
@@ -300,6 +287,66 @@ func (h *Hearth) jobsDue(ctx context.Context) time.Duration {
 		}
 	}
 	return max(wait, time.Second)
+}
+
+// catchUp runs every period of j missed, up to jobs.CatchUp of them,
+// oldest first: the latest always, an older one only when it has turns
+// (else it is marked finished: there is nothing to summarise). One scan
+// of the journal covers them all; a failed run stops the rest until its
+// retry.
+func (h *Hearth) catchUp(ctx context.Context, j *jobs.Job, now time.Time) {
+	s := h.jobs
+	dues := j.Schedule.Missed(now, jobs.CatchUp(j.Schedule.Kind))
+	if len(dues) == 0 {
+		return
+	}
+	latest := dues[len(dues)-1]
+	s.mu.Lock()
+	retry, retrying := s.retryAt[j.Name]
+	var todo []time.Time
+	for _, due := range dues {
+		period, _, _ := j.Schedule.Period(due)
+		if !s.st.Finished(j.Name, jobs.Key(j.Name, period)) {
+			todo = append(todo, due)
+		}
+	}
+	s.mu.Unlock()
+	if len(todo) == 0 || retrying && now.Before(retry) {
+		return
+	}
+	_, from, _ := j.Schedule.Period(todo[0])
+	_, _, to := j.Schedule.Period(todo[len(todo)-1])
+	recs, err := h.periodRecords(ctx, j, from, to)
+	if err != nil {
+		h.log.Warn("jobs: journal unreadable", "job", j.Name, "err", err)
+		return
+	}
+	for _, due := range todo {
+		if ctx.Err() != nil {
+			return
+		}
+		period, pf, pt := j.Schedule.Period(due)
+		var in []journal.Record
+		for _, r := range recs {
+			if !r.TS.Before(pf) && r.TS.Before(pt) {
+				in = append(in, r)
+			}
+		}
+		key := jobs.Key(j.Name, period)
+		if len(in) == 0 && !due.Equal(latest) {
+			s.mu.Lock()
+			s.st.Finish(j.Name, key)
+			err := s.st.Save(s.cfg.StateDir)
+			s.mu.Unlock()
+			if err != nil {
+				h.log.Error("jobs: state not saved", "err", err)
+			}
+			continue
+		}
+		if h.runJob(ctx, j, key, period, due, in).Err != nil {
+			return
+		}
+	}
 }
 
 // periodRecords are the turns of the journal in [from, to).
@@ -505,6 +552,7 @@ func (h *Hearth) doJob(ctx context.Context, j *jobs.Job, key, period string, due
 	dir := filepath.Join(s.cfg.StateDir, "jobs.staged")
 	name := stagedName(key)
 	var st staged
+	resumed := false
 	b, err := os.ReadFile(filepath.Join(dir, name))
 	switch {
 	case err == nil:
@@ -512,6 +560,7 @@ func (h *Hearth) doJob(ctx context.Context, j *jobs.Job, key, period string, due
 			h.log.Warn("jobs: staged run unreadable; asking again", "key", key, "err", err)
 			st = staged{}
 		}
+		resumed = st.Key != ""
 	case !errors.Is(err, os.ErrNotExist):
 		run.Err = fmt.Errorf("staged run: %w", err)
 		return run
@@ -527,25 +576,24 @@ func (h *Hearth) doJob(ctx context.Context, j *jobs.Job, key, period string, due
 		}
 	}
 	run.Rejected = st.Rejected
-	done := map[string]bool{}
-	for _, id := range st.Done {
-		done[id] = true
-	}
+	// The staged proposals are carried out together: what policy applies
+	// is one vault commit, all of it or none; a run resumed from its
+	// stage carries out only what the ledger and the inbox do not hold
+	// already. (Done is what a stage of an older hearth proposed one by
+	// one.)
+	var todo []vault.Proposal
 	for _, p := range st.Proposals {
-		if done[p.ID] {
-			continue
+		if !slices.Contains(st.Done, p.ID) {
+			todo = append(todo, p)
 		}
-		out, err := h.Propose(ctx, p)
+	}
+	if len(todo) > 0 {
+		outs, err := h.ProposeBatch(ctx, todo, fmt.Sprintf("job %s, run %s", j.Name, key), resumed)
 		if err != nil {
-			run.Err = fmt.Errorf("propose %s: %w", p.Path, err)
+			run.Err = fmt.Errorf("propose: %w", err)
 			return run
 		}
-		run.Outcomes = append(run.Outcomes, out)
-		st.Done = append(st.Done, p.ID)
-		if err := writeStaged(dir, name, &st); err != nil {
-			run.Err = err
-			return run
-		}
+		run.Outcomes = outs
 	}
 	for _, q := range st.Questions {
 		path, err := vault.SaveQuestion(h.cfg.Vault.Dir(), &q)
@@ -647,6 +695,9 @@ func (h *Hearth) stageJob(ctx context.Context, j *jobs.Job, key, period string, 
 	for _, r := range res.Rejected {
 		h.log.Warn("jobs: op rejected", "job", j.Name, "index", r.Index, "op", r.Op, "path", r.Path, "why", r.Why)
 	}
+	if len(recs) > 0 {
+		coverPeriod(res.Proposals, summary, h.conv.id, recs[0].ID, recs[len(recs)-1].ID)
+	}
 	// Ids are fixed now, so a resumed run writes the same files again
 	// rather than new ones.
 	for i := range res.Proposals {
@@ -660,4 +711,30 @@ func (h *Hearth) stageJob(ctx context.Context, j *jobs.Job, key, period string, 
 		}
 	}
 	return staged{Key: key, Proposals: res.Proposals, Questions: res.Questions, Rejected: res.Rejected}, nil
+}
+
+// coverPeriod makes the summary a run writes (a whole note at path) cite
+// the first and the last record of its period as well as what the model
+// cited: a forget of any record between them reaches it
+// (forget_derived.go).
+func coverPeriod(ps []vault.Proposal, path, thread, first, last string) {
+	for i := range ps {
+		p := &ps[i]
+		if p.Path != path || p.Content == "" {
+			continue
+		}
+		n, err := vault.ParseNote(p.Path, []byte(p.Content))
+		if err != nil {
+			continue
+		}
+		for _, id := range []string{first, last} {
+			if !slices.ContainsFunc(n.Sources, func(s vault.Source) bool { return s.Turn == id }) {
+				n.Sources = append(n.Sources, vault.Source{Thread: thread, Turn: id})
+			}
+			if !slices.ContainsFunc(p.Sources, func(s vault.Source) bool { return s.Turn == id }) {
+				p.Sources = append(p.Sources, vault.Source{Thread: thread, Turn: id})
+			}
+		}
+		p.Content = string(n.Format())
+	}
 }

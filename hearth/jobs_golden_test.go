@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mnemo/mnemo/hearth"
+	"github.com/mnemo/mnemo/hearth/jobs"
 	"github.com/mnemo/mnemo/hearth/llm"
 	"github.com/mnemo/mnemo/hearth/llm/llmtest"
 	"github.com/mnemo/mnemo/memory/journal"
@@ -121,7 +123,10 @@ func TestJobsDailyGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Title != "Summary" || !strings.Contains(string(n.Body), "2000 records were said that day") || len(n.Sources) != 1 {
+	if n.Title != "Summary" || !strings.Contains(string(n.Body), "2000 records were said that day") || len(n.Sources) != 2 {
+		// The record it cited (the day's first) and the day's last: the
+		// summary covers the whole period, and a forget of any of it
+		// reaches it.
 		t.Errorf("summary note %+v", n)
 	}
 	if cs := commits(t, dir); countPrefix(cs, "job:daily|") != 1 {
@@ -161,5 +166,87 @@ func BenchmarkDailyJob1000(b *testing.B) {
 		if r.Err != nil || len(r.Outcomes) != 3 {
 			b.Fatalf("run %+v", r)
 		}
+	}
+}
+
+// Golden weekly ops beside the summary: a duplicate deprecated (queued:
+// deprecations are reviewed) and a stale volatile note's confidence
+// lowered (a patch of a project note: applied).
+var weeklyOps = []string{
+	`{"op":"deprecate","path":"knowledge/projects/garden-copy.md","title":null,"body":null,"note_type":null,"tags":null,"confidence":null,"patch":null,"reason":"a duplicate of knowledge/projects/garden.md","sources":[$SRC],"risk":"low","domains":[],"inferred":false,"supersedes":[],"contradicts":false}`,
+	`{"op":"update","path":"knowledge/projects/balcony.md","title":null,"body":null,"note_type":null,"tags":null,"confidence":0.3,"patch":{"body_append":null,"tags_add":["stale"],"confirmed":null},"reason":"not confirmed for months and the plants moved","sources":[$SRC],"risk":"low","domains":[],"inferred":false,"supersedes":[],"contradicts":false}`,
+}
+
+// TestJobsWeeklyGolden: turns over last week and three notes; the weekly
+// job at start writes the week's summary, deprecates the duplicate
+// (queued for the owner) and lowers the stale note's confidence, the
+// applied ones in one commit.
+func TestJobsWeeklyGolden(t *testing.T) {
+	v, j, dir := openVaultRoot(t)
+	onlyJobs(t, dir, "weekly")
+	js, bad, err := jobs.Load(dir)
+	if err != nil || len(bad) != 0 || len(js) != 1 {
+		t.Fatalf("registry %v %v %v", js, bad, err)
+	}
+	due := js[0].Schedule.Last(time.Now())
+	period, from, _ := js[0].Schedule.Period(due)
+	notes := map[string]string{
+		"knowledge/projects/garden.md":      gardenNote,
+		"knowledge/projects/garden-copy.md": strings.Replace(gardenNote, "N01", "N02", 1),
+		"knowledge/projects/balcony.md":     strings.Replace(strings.Replace(gardenNote, "N01", "N03", 1), "title: Garden", "title: Balcony", 1),
+	}
+	for p, c := range notes {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(p)), []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for d := range 7 {
+		say(t, j, from.AddDate(0, 0, d).Add(10*time.Hour), fmt.Sprintf("Day %d: the tomatoes are at the allotment, not on the balcony.", d))
+	}
+	srv := llmtest.NewOpenAI(t, "sk-jobs")
+	model := &standInJob{OpenAI: llm.NewOpenAI(llm.Config{Provider: llm.ProviderOpenAI, Model: "jobs", BaseURL: srv.BaseURL(), APIKey: "sk-jobs"}, nil), srv: srv, reply: summaryReply(weeklyOps...)}
+	runs := make(chan hearth.JobRun, 4)
+	_, stop := startHearth(t, hearth.Config{Journal: j, Vault: v, Jobs: &hearth.JobsConfig{StateDir: t.TempDir(), Model: model, Observe: func(r hearth.JobRun) { runs <- r }}})
+	defer stop()
+	var r hearth.JobRun
+	select {
+	case r = <-runs:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the weekly job did not run")
+	}
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	want := []struct{ path, decision, why string }{
+		{"summaries/weekly/" + period + ".md", hearth.DecisionApplied, ""},
+		{"knowledge/projects/garden-copy.md", hearth.DecisionQueued, "retiring a note"},
+		{"knowledge/projects/balcony.md", hearth.DecisionApplied, ""},
+	}
+	if r.Key != "weekly:"+period || len(r.Outcomes) != len(want) || len(r.Questions) != 1 || len(r.Rejected) != 0 {
+		t.Fatalf("run %+v", r)
+	}
+	for i, w := range want {
+		if o := r.Outcomes[i]; o.Path != w.path || o.Decision != w.decision || !strings.Contains(o.Why, w.why) {
+			t.Errorf("outcome %d: %+v, want %+v", i, o, w)
+		}
+	}
+	b, _ := v.Read("summaries/weekly/" + period + ".md")
+	n, err := vault.ParseNote("summary", b)
+	if err != nil || n.Type != "summary" || !strings.Contains(string(n.Body), "14 records were said") || len(n.Sources) != 2 {
+		t.Errorf("weekly summary %+v %v", n, err)
+	}
+	b, _ = v.Read("knowledge/projects/balcony.md")
+	if n, err := vault.ParseNote("balcony", b); err != nil || n.Confidence != 0.3 || !slices.Contains(n.Tags, "stale") {
+		t.Errorf("stale note %+v %v", n, err)
+	}
+	if b, _ := v.Read("knowledge/projects/garden-copy.md"); !strings.Contains(string(b), "status: active") && strings.Contains(string(b), "deprecated") {
+		t.Errorf("a queued deprecation was applied:\n%s", b)
+	}
+	if cs := commits(t, dir); countPrefix(cs, "job:weekly|vault: job weekly, run weekly:"+period) != 1 {
+		t.Errorf("commits %v: want the run's batch once", cs)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 || !strings.Contains(reqs[0].Messages[1].Content, "knowledge/projects/garden-copy.md") || !strings.Contains(reqs[0].Messages[0].Content, "week") {
+		t.Errorf("requests %d; the job was not shown the notes or its prompt", len(reqs))
 	}
 }

@@ -200,38 +200,130 @@ func TestJobsDailyCatchUpIdempotent(t *testing.T) {
 	})
 }
 
-// failingVault fails Policy (so Propose) on the calls numbered in fail.
-type failingVault struct {
-	hearth.Vault
-	mu   sync.Mutex
-	n    int
-	fail map[int]bool
+// TestJobsCatchUpEveryMissedPeriod: a start after days stopped runs every
+// missed daily period that has turns, oldest first, within the last
+// seven; older ones and empty ones are not sent to the model.
+func TestJobsCatchUpEveryMissedPeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		v, j, dir := openVaultRoot(t)
+		onlyJobs(t, dir, "daily")
+		// The bubble's clock starts at 2000-01-01 00:00 UTC: the dues
+		// missed are 1999-12-25 … 12-31 05:00 (periods 12-24 … 12-30).
+		for _, day := range []int{20, 26, 27, 30} {
+			say(t, j, time.Date(1999, 12, day, 10, 0, 0, 0, time.UTC), fmt.Sprintf("On the %dth the beans grew.", day))
+		}
+		model := &jobModel{reply: summaryReply()}
+		runs := make(chan hearth.JobRun, 16)
+		cfg := hearth.Config{Journal: j, Vault: v, Jobs: &hearth.JobsConfig{StateDir: t.TempDir(), Model: model, Observe: func(r hearth.JobRun) { runs <- r }}}
+		_, stop := startHearth(t, cfg)
+		var keys []string
+		for range 3 {
+			r := <-runs
+			if r.Err != nil || len(r.Outcomes) != 1 {
+				t.Fatalf("run %+v", r)
+			}
+			keys = append(keys, r.Key)
+		}
+		synctest.Wait()
+		stop()
+		if want := []string{"daily:1999-12-26", "daily:1999-12-27", "daily:1999-12-30"}; strings.Join(keys, ",") != strings.Join(want, ",") {
+			t.Errorf("runs %q, want %q", keys, want)
+		}
+		if model.count() != 3 {
+			t.Errorf("%d model calls, want 3", model.count())
+		}
+		for _, day := range []string{"1999-12-26", "1999-12-27", "1999-12-30"} {
+			if b, _ := v.Read("summaries/daily/" + day + ".md"); b == nil {
+				t.Errorf("no summary of %s", day)
+			}
+		}
+		// A restart runs none of them again.
+		_, stop = startHearth(t, cfg)
+		synctest.Wait()
+		stop()
+		if model.count() != 3 {
+			t.Errorf("a restart ran a period again: %d calls", model.count())
+		}
+		select {
+		case r := <-runs:
+			t.Errorf("a restart ran %+v", r)
+		default:
+		}
+	})
 }
 
-func (f *failingVault) Policy() (vault.Policy, error) {
+// batchVault fails the first batches: before any of it is written
+// (nothing applied, as vault.ApplyBatch guarantees when a write fails
+// part way), or after it was written and committed (a run cut short
+// before it could note that).
+type batchVault struct {
+	hearth.Vault
+	mu                    sync.Mutex
+	failBefore, failAfter int
+	batches               int // batches applied
+}
+
+func (f *batchVault) ApplyBatch(ctx context.Context, ps []*vault.Proposal, subject string) (vault.Result, error) {
 	f.mu.Lock()
-	f.n++
-	bad := f.fail[f.n]
-	f.mu.Unlock()
-	if bad {
-		return vault.Policy{}, errors.New("disk on fire")
+	defer f.mu.Unlock()
+	if f.failBefore > 0 {
+		f.failBefore--
+		return vault.Result{}, errors.New("disk on fire: nothing applied")
 	}
-	return f.Vault.Policy()
+	res, err := f.Vault.(hearth.BatchVault).ApplyBatch(ctx, ps, subject)
+	f.batches++
+	if err == nil && f.failAfter > 0 {
+		f.failAfter--
+		return res, errors.New("cut short after the commit")
+	}
+	return res, err
+}
+
+const allotmentOp = `{"op":"create","path":"knowledge/projects/allotment.md","title":"Allotment","body":"The tomatoes grow at the allotment on Elm Street.","note_type":"project","tags":["garden"],"confidence":0.9,"patch":null,"reason":"said twice yesterday","sources":[$SRC],"risk":"low","domains":[],"inferred":false,"supersedes":[],"contradicts":false}`
+
+// jobFilesOnce checks that the daily run's two files are written,
+// committed in one commit by job:daily, and ledgered once each.
+func jobFilesOnce(t *testing.T, v *vault.Vault, dir string) {
+	t.Helper()
+	cs := commits(t, dir)
+	if n := countPrefix(cs, "job:daily|vault: job daily, run daily:1999-12-30"); n != 1 {
+		t.Errorf("commits %v: want the run's batch once", cs)
+	}
+	es, _, err := vault.ReadLedger(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"summaries/daily/1999-12-30.md", "knowledge/projects/allotment.md"} {
+		if b, _ := v.Read(p); b == nil {
+			t.Errorf("%s not written", p)
+		}
+		n := 0
+		for _, e := range es {
+			if e.Path == p {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s ledgered %d times, want once", p, n)
+		}
+	}
 }
 
 // TestJobsFailureRetry: a model that fails leaves nothing written; a
-// failure halfway through the proposals resumes from the staged reply,
-// after the backoff, without asking the model again or writing twice.
+// batch the vault could not apply leaves nothing of it, and the retry,
+// after the backoff, resumes from the staged reply without asking the
+// model again and applies all of it; a run cut short after its batch was
+// committed applies nothing twice.
 func TestJobsFailureRetry(t *testing.T) {
-	project := `{"op":"create","path":"knowledge/projects/allotment.md","title":"Allotment","body":"The tomatoes grow at the allotment on Elm Street.","note_type":"project","tags":["garden"],"confidence":0.9,"patch":null,"reason":"said twice yesterday","sources":[$SRC],"risk":"low","domains":[],"inferred":false,"supersedes":[],"contradicts":false}`
 	tests := []struct {
-		name       string
-		modelFails int
-		vaultFails map[int]bool
-		calls      int // model calls in all
+		name                  string
+		modelFails            int
+		failBefore, failAfter int
+		calls                 int // model calls in all
 	}{
-		{"model down", 2, nil, 3},
-		{"vault fails halfway", 0, map[int]bool{2: true}, 1},
+		{"model down", 2, 0, 0, 3},
+		{"batch fails", 0, 1, 0, 1},
+		{"cut short after the commit", 0, 0, 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,24 +331,28 @@ func TestJobsFailureRetry(t *testing.T) {
 				v, j, dir := openVaultRoot(t)
 				onlyJobs(t, dir, "daily")
 				say(t, j, time.Date(1999, 12, 30, 10, 0, 0, 0, time.UTC), "The tomatoes moved to the allotment on Elm Street.")
-				model := &jobModel{reply: summaryReply(project), fail: tt.modelFails}
+				model := &jobModel{reply: summaryReply(allotmentOp), fail: tt.modelFails}
 				runs := make(chan hearth.JobRun, 8)
 				retry := backoff.Policy{Initial: time.Minute, Max: time.Hour}
-				_, stop := startHearth(t, hearth.Config{Journal: j, Vault: &failingVault{Vault: v, fail: tt.vaultFails},
+				bv := &batchVault{Vault: v, failBefore: tt.failBefore, failAfter: tt.failAfter}
+				_, stop := startHearth(t, hearth.Config{Journal: j, Vault: bv,
 					Jobs: &hearth.JobsConfig{StateDir: t.TempDir(), Model: model, Retry: retry, Observe: func(r hearth.JobRun) { runs <- r }}})
 				defer stop()
 				start := time.Now()
+				var r hearth.JobRun
 				for attempt := 1; ; attempt++ {
-					r := <-runs
+					r = <-runs
 					if r.Attempt != attempt {
 						t.Fatalf("run %+v, want attempt %d", r, attempt)
 					}
 					if r.Err == nil {
 						break
 					}
-					if tt.modelFails > 0 {
-						if b, _ := v.Read("summaries/daily/1999-12-30.md"); b != nil {
-							t.Fatal("a failed run wrote the summary")
+					if tt.failAfter == 0 {
+						for _, p := range []string{"summaries/daily/1999-12-30.md", "knowledge/projects/allotment.md"} {
+							if b, _ := v.Read(p); b != nil {
+								t.Fatalf("a failed run wrote %s", p)
+							}
 						}
 					}
 				}
@@ -267,10 +363,52 @@ func TestJobsFailureRetry(t *testing.T) {
 				if model.count() != tt.calls {
 					t.Errorf("%d model calls, want %d", model.count(), tt.calls)
 				}
-				cs := commits(t, dir)
-				if countPrefix(cs, "job:daily|vault: create summaries/daily/1999-12-30.md") != 1 || countPrefix(cs, "job:daily|vault: create knowledge/projects/allotment.md") != 1 {
-					t.Errorf("commits %v: want each file once", cs)
+				if len(r.Outcomes) != 2 || r.Outcomes[0].Decision != hearth.DecisionApplied || r.Outcomes[1].Decision != hearth.DecisionApplied {
+					t.Errorf("outcomes %+v", r.Outcomes)
 				}
+				if bv.batches != 1 {
+					t.Errorf("%d batches applied, want 1", bv.batches)
+				}
+				jobFilesOnce(t, v, dir)
+			})
+		})
+	}
+}
+
+// TestJobsCrashBetweenStageAndApply: a run whose reply was staged but
+// whose batch never applied (the process died) is applied, exactly once,
+// at the next start, from the stage (no second model call); a run that
+// died after its batch committed applies nothing again.
+func TestJobsCrashBetweenStageAndApply(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		failBefore, failAfter int
+	}{{"before the apply", 1 << 20, 0}, {"after the commit", 0, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				v, j, dir := openVaultRoot(t)
+				onlyJobs(t, dir, "daily")
+				say(t, j, time.Date(1999, 12, 30, 10, 0, 0, 0, time.UTC), "The tomatoes moved to the allotment on Elm Street.")
+				model := &jobModel{reply: summaryReply(allotmentOp)}
+				runs := make(chan hearth.JobRun, 8)
+				state := t.TempDir()
+				cfg := hearth.Config{Journal: j, Vault: &batchVault{Vault: v, failBefore: tc.failBefore, failAfter: tc.failAfter},
+					Jobs: &hearth.JobsConfig{StateDir: state, Model: model, Observe: func(r hearth.JobRun) { runs <- r }}}
+				_, stop := startHearth(t, cfg)
+				if r := <-runs; r.Err == nil {
+					t.Fatalf("first run %+v, want it cut short", r)
+				}
+				stop() // dies before the retry
+				cfg.Vault = v
+				_, stop = startHearth(t, cfg)
+				defer stop()
+				if r := <-runs; r.Err != nil || r.Attempt != 2 || len(r.Outcomes) != 2 {
+					t.Fatalf("resumed run %+v", r)
+				}
+				if model.count() != 1 {
+					t.Errorf("%d model calls, want 1 (the stage is reused)", model.count())
+				}
+				jobFilesOnce(t, v, dir)
 			})
 		})
 	}

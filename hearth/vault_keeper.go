@@ -63,6 +63,7 @@ func (h *Hearth) keepVault(ctx context.Context) {
 	// The first pass completes even when hearth stops at once: what the
 	// owner edited while it was stopped is committed before it exits.
 	first, cancel := context.WithTimeout(context.WithoutCancel(ctx), vaultWrite)
+	h.resumeForget(first) // a forget a stop cut short reaches the vault
 	h.vaultPass(first, true)
 	cancel()
 	for attempt := 0; ; {

@@ -603,6 +603,21 @@ type Forgotten struct {
 	Ref     string   `json:"ref,omitempty"`
 	Unknown []string `json:"unknown,omitempty"`
 	Purged  *Purged  `json:"purged,omitempty"`
+	// Vault is what the forget changed in the vault: the notes,
+	// summaries and entity notes made from the turns.
+	Vault *ForgottenVault `json:"vault,omitempty"`
+	// GitKeeps, after a purge, names the vault files whose earlier
+	// versions, made from forgotten turns, git's history still holds
+	// (hearth does not rewrite history).
+	GitKeeps []string `json:"git_keeps,omitempty"`
+}
+
+// ForgottenVault is what a forget did to the vault: notes removed, notes
+// hidden until the curator rewrites them, entity notes changed.
+type ForgottenVault struct {
+	Removed  []string `json:"removed,omitempty"`
+	Hidden   []string `json:"hidden,omitempty"`
+	Entities []string `json:"entities,omitempty"`
 }
 
 // Purged says what a purge removed from the journal on disk.

@@ -43,12 +43,15 @@ const (
 	StatusContradicted = "contradicted"
 	StatusDeprecated   = "deprecated"
 	StatusDraft        = "draft"
+	// StatusNeedsRewrite: some of the note's sources were forgotten; it
+	// waits to be rewritten without them.
+	StatusNeedsRewrite = "needs_rewrite"
 )
 
 var (
 	roles    = []string{RoleUser, RoleAgent, RoleTool}
 	kinds    = []string{KindTurn, KindTool, KindKnowledge}
-	statuses = []string{StatusActive, StatusSuperseded, StatusContradicted, StatusDeprecated, StatusDraft}
+	statuses = []string{StatusActive, StatusSuperseded, StatusContradicted, StatusDeprecated, StatusDraft, StatusNeedsRewrite}
 )
 
 // Statuses returns the note statuses a search filters on.

@@ -61,11 +61,25 @@ func forget(ctx context.Context, addr string, opts ipc.DialOptions, args []strin
 	if len(f.Unknown) > 0 {
 		fmt.Fprintf(w, "no turn has these ids (or they were forgotten already): %s\n", strings.Join(f.Unknown, " "))
 	}
+	if v := f.Vault; v != nil {
+		fmt.Fprintf(w, "memory made from them: %d note(s) removed, %d kept out of context until rewritten without them, %d entity note(s) changed\n",
+			len(v.Removed), len(v.Hidden), len(v.Entities))
+	}
 	switch {
 	case f.Purged != nil:
 		fmt.Fprintf(w, "purged: the text of %d turn(s) was erased from %d journal file(s)\n", f.Purged.Records, f.Purged.Shards)
+		if len(f.GitKeeps) > 0 {
+			fmt.Fprintf(w, "not erased: git history still holds earlier versions of %d vault file(s) made from forgotten turns:\n", len(f.GitKeeps))
+			for _, p := range f.GitKeeps {
+				fmt.Fprintf(w, "  %s\n", p)
+			}
+			fmt.Fprintln(w, "hearth does not rewrite history (nor can it reach clones, exports or backups); to erase them, rewrite the memory root's repository yourself, e.g. `git filter-repo --invert-paths --path FILE`, with hearth stopped")
+		}
 	case len(f.IDs) > 0:
 		fmt.Fprintln(w, "their text stays in the journal on disk until `mnemo forget --purge`")
+		if f.Vault != nil {
+			fmt.Fprintln(w, "earlier versions of the memory made from them stay in the vault's git history")
+		}
 	}
 	return nil
 }

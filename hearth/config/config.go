@@ -50,9 +50,18 @@ type Config struct {
 	Recall  RecallConfig
 	Voice   VoiceConfig
 	Curator CuratorConfig
+	Jobs    JobsConfig
 	// RateLimit is the requests a minute each actor type may make,
 	// through every door (auth.Limiter); 0 is no limit.
 	RateLimit RateLimitConfig
+}
+
+// JobsConfig is the vault's job runner's settings (DESIGN.md "Jobs").
+type JobsConfig struct {
+	// Enabled runs the vault's jobs (daily, weekly, session summary);
+	// default true. They run only with the curator on, whose model they
+	// use.
+	Enabled Setting[bool]
 }
 
 // RateLimitConfig is the per-actor request rate limits (seed 002: 429
@@ -83,6 +92,10 @@ type CuratorConfig struct {
 	// Model is the model name the curator asks its provider for; "": the
 	// chat model.
 	Model Setting[string]
+	// Flush runs the flush pass (compaction without forgetting) before
+	// turns leave the context window; default true. Off, the window
+	// trims the oldest turns as without a curator.
+	Flush Setting[bool]
 }
 
 // Log file defaults: 10 MiB a file, five older ones kept.

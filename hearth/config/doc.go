@@ -84,6 +84,10 @@
 //	[curator]
 //	enabled = true                    # MNEMO_CURATOR: curate each turn into the vault when a model is configured
 //	model = "grok-4-fast"             # MNEMO_CURATOR_MODEL; left out: the chat model
+//	flush = true                      # MNEMO_CURATOR_FLUSH: summarise turns before they leave the context window
+//
+//	[jobs]
+//	enabled = true                    # MNEMO_JOBS: run the vault's jobs (they need the curator on)
 //
 //	[rate]                            # requests a minute per identity, through every door; 0: no limit
 //	owner = 0                         # left out: 0

@@ -96,6 +96,9 @@ var fields = []field{
 
 	{key: "curator.enabled", env: "MNEMO_CURATOR", value: func(c *Config) value { return boolean(&c.Curator.Enabled) }},
 	{key: "curator.model", env: "MNEMO_CURATOR_MODEL", unset: "(the chat model)", value: func(c *Config) value { return text(&c.Curator.Model, false) }},
+	{key: "curator.flush", env: "MNEMO_CURATOR_FLUSH", value: func(c *Config) value { return boolean(&c.Curator.Flush) }},
+
+	{key: "jobs.enabled", env: "MNEMO_JOBS", value: func(c *Config) value { return boolean(&c.Jobs.Enabled) }},
 
 	{key: "rate.owner", unset: "0 (no limit)", value: func(c *Config) value { return integer(&c.RateLimit.Owner) }},
 	{key: "rate.collaborator", unset: "0 (no limit)", value: func(c *Config) value { return integer(&c.RateLimit.Collaborator) }},
@@ -106,7 +109,7 @@ var fields = []field{
 }
 
 // tables are the file's tables.
-var tables = map[string]bool{"model": true, "recall": true, "voice": true, "curator": true, "rate": true}
+var tables = map[string]bool{"model": true, "recall": true, "voice": true, "curator": true, "jobs": true, "rate": true}
 
 func fieldByKey(key string) (field, bool) {
 	for _, f := range fields {

@@ -174,6 +174,10 @@ func (l *loader) defaults() *Config {
 		Curator: CuratorConfig{
 			Enabled: Setting[bool]{true, def("curator.enabled")},
 			Model:   str("curator.model", ""),
+			Flush:   Setting[bool]{true, def("curator.flush")},
+		},
+		Jobs: JobsConfig{
+			Enabled: Setting[bool]{true, def("jobs.enabled")},
 		},
 		RateLimit: RateLimitConfig{
 			Owner:           Setting[int]{0, def("rate.owner")},

@@ -133,7 +133,9 @@ func TestLoadDefaults(t *testing.T) {
 		Curator: CuratorConfig{
 			Enabled: Setting[bool]{true, def("curator.enabled")},
 			Model:   str("curator.model", ""),
+			Flush:   Setting[bool]{true, def("curator.flush")},
 		},
+		Jobs: JobsConfig{Enabled: Setting[bool]{true, def("jobs.enabled")}},
 		RateLimit: RateLimitConfig{
 			Owner:           Setting[int]{0, def("rate.owner")},
 			Collaborator:    Setting[int]{120, def("rate.collaborator")},
@@ -278,8 +280,8 @@ func TestLogSettings(t *testing.T) {
 // its default value still counts as given.
 func TestSources(t *testing.T) {
 	c, err, dir := fixture{
-		file: "history = 70\ncontext_budget = 9000\n[model]\nname = \"file-model\"\n",
-		env:  map[string]string{"MNEMO_MODEL": "env-model", "XAI_API_KEY": "xk-0123456789", "MNEMO_HEARTH_PORT": "7000", "MNEMO_QDRANT_TLS": "1"},
+		file: "history = 70\ncontext_budget = 9000\n[model]\nname = \"file-model\"\n[jobs]\nenabled = false\n",
+		env:  map[string]string{"MNEMO_MODEL": "env-model", "XAI_API_KEY": "xk-0123456789", "MNEMO_HEARTH_PORT": "7000", "MNEMO_QDRANT_TLS": "1", "MNEMO_CURATOR_FLUSH": "false"},
 		args: []string{"-context-budget", "24000", "-listen-remote"},
 	}.load(t)
 	if err != nil {
@@ -295,6 +297,8 @@ func TestSources(t *testing.T) {
 		"addr":          c.Addr,
 		"listenRemote":  c.ListenRemote,
 		"qdrantTLS":     c.Recall.QdrantTLS,
+		"flush":         c.Curator.Flush,
+		"jobs":          c.Jobs.Enabled,
 	}
 	want := map[string]any{
 		"file":          def("config"),
@@ -305,6 +309,8 @@ func TestSources(t *testing.T) {
 		"addr":          Setting[string]{"127.0.0.1:7000", Source{FromEnv, "MNEMO_HEARTH_PORT", "", 0}},
 		"listenRemote":  Setting[bool]{true, Source{FromFlag, "-listen-remote", "", 0}},
 		"qdrantTLS":     Setting[bool]{true, Source{FromEnv, "MNEMO_QDRANT_TLS", "", 0}},
+		"flush":         Setting[bool]{false, Source{FromEnv, "MNEMO_CURATOR_FLUSH", "", 0}},
+		"jobs":          Setting[bool]{false, Source{FromFile, "jobs.enabled", file, 6}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)

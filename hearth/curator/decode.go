@@ -33,6 +33,9 @@ type Input struct {
 	Author string
 	// Now stamps new notes and questions; nil is time.Now.
 	Now func() time.Time
+	// Extraction is the archetype's types the reply's entities and
+	// relations must have (see SchemaWith).
+	Extraction Extraction
 }
 
 // Rejection is an op of the reply refused before it became a proposal.
@@ -51,6 +54,10 @@ type Result struct {
 	Questions []vault.Question
 	Rejected  []Rejection
 	None      bool
+	// Entities and Relations are what the reply extracted, typed by the
+	// archetype (Input.Extraction); a reply without them has none.
+	Entities  []Entity
+	Relations []Relation
 }
 
 // wireOp is one op as the schema has it; pointers tell absent from empty.
@@ -116,6 +123,8 @@ func Decode(reply []byte, in Input) (Result, error) {
 	var top struct {
 		Ops       []json.RawMessage `json:"ops"`
 		Questions []json.RawMessage `json:"questions"`
+		Entities  []json.RawMessage `json:"entities"`
+		Relations []json.RawMessage `json:"relations"`
 	}
 	if err := strict(reply, &top); err != nil {
 		return Result{}, fmt.Errorf("curator reply: %w", err)
@@ -168,6 +177,7 @@ func Decode(reply []byte, in Input) (Result, error) {
 		}
 		res.Questions = append(res.Questions, q)
 	}
+	d.entities(top.Entities, top.Relations, len(top.Ops)+len(top.Questions), &res)
 	res.None = len(top.Ops) == nones && len(top.Questions) == 0
 	return res, nil
 }

@@ -374,18 +374,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 	if err != nil {
 		return nil, err
 	}
-	// The curator pass (DESIGN.md "The curator") runs with the chat's
-	// provider; its cursor is machine state, kept beside the index.
-	var curatorCfg *hearth.CuratorConfig
-	if cfg.Curator.Enabled.Value {
-		curatorCfg = &hearth.CuratorConfig{StateDir: filepath.Join(root.IndexDir(), "curator"), ModelName: cfg.Curator.Model.Value}
-	}
-	// The vault's jobs (DESIGN.md "Jobs") call the model in the
-	// background like the curator, so they follow its switch and model.
-	var jobsCfg *hearth.JobsConfig
-	if cfg.Curator.Enabled.Value {
-		jobsCfg = &hearth.JobsConfig{StateDir: filepath.Join(root.IndexDir(), "jobs"), ModelName: cfg.Curator.Model.Value}
-	}
+	curatorCfg, jobsCfg := curatorConfigs(cfg, root.IndexDir())
 	core, err = hearth.New(hearth.Config{
 		Journal:        j,
 		Models:         prefs,
@@ -623,4 +612,24 @@ func recallSettings(cfg *config.Config) recollect.Settings {
 		QdrantAPIKey: r.QdrantKey.Value.Reveal(),
 		QdrantTLS:    r.QdrantTLS.Value,
 	}
+}
+
+// curatorConfigs are the curator's and the jobs' settings. The curator
+// pass (DESIGN.md "The curator") runs with the chat's provider, with its
+// flush pass unless curator.flush is off; its cursor is machine state,
+// kept beside the index. The vault's jobs (DESIGN.md "Jobs") call the
+// model in the background like the curator, so they follow its switch
+// and model, and jobs.enabled.
+func curatorConfigs(cfg *config.Config, indexDir string) (*hearth.CuratorConfig, *hearth.JobsConfig) {
+	if !cfg.Curator.Enabled.Value {
+		return nil, nil
+	}
+	c := &hearth.CuratorConfig{StateDir: filepath.Join(indexDir, "curator"), ModelName: cfg.Curator.Model.Value}
+	if !cfg.Curator.Flush.Value {
+		c.FlushAt = -1 // no flush pass: the window trims as without a curator
+	}
+	if !cfg.Jobs.Enabled.Value {
+		return c, nil
+	}
+	return c, &hearth.JobsConfig{StateDir: filepath.Join(indexDir, "jobs"), ModelName: cfg.Curator.Model.Value}
 }

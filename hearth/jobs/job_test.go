@@ -154,6 +154,33 @@ func TestSchedule(t *testing.T) {
 	}
 }
 
+// Missed: the last n due times, oldest first, across a DST change.
+func TestMissed(t *testing.T) {
+	loc, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip("no tzdata:", err)
+	}
+	now := time.Date(2026, 3, 31, 12, 0, 0, 0, loc)
+	var got []string
+	for _, d := range (Schedule{Kind: Daily, Hour: 5}).Missed(now, 4) {
+		got = append(got, d.Format("2006-01-02 15:04 MST"))
+	}
+	want := []string{"2026-03-28 05:00 CET", "2026-03-29 05:00 CEST", "2026-03-30 05:00 CEST", "2026-03-31 05:00 CEST"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("daily missed %q, want %q", got, want)
+	}
+	got = got[:0]
+	for _, d := range (Schedule{Kind: Weekly, Weekday: time.Sunday, Hour: 6}).Missed(now, 2) {
+		got = append(got, d.Format("2006-01-02 15:04"))
+	}
+	if strings.Join(got, ",") != "2026-03-22 06:00,2026-03-29 06:00" {
+		t.Errorf("weekly missed %q", got)
+	}
+	if (Schedule{Kind: Event, Event: EventSessionEnd}).Missed(now, 3) != nil {
+		t.Error("an event has due times")
+	}
+}
+
 func TestState(t *testing.T) {
 	dir := t.TempDir()
 	s, err := LoadState(dir)

@@ -73,3 +73,33 @@ func (s Schedule) Period(due time.Time) (period string, from, to time.Time) {
 // Key is the run key of job name over period: a key that finished never
 // runs again.
 func Key(name, period string) string { return name + ":" + period }
+
+// Missed is the last n times the schedule was due at or before now,
+// oldest first (Last is the newest); none for an event.
+func (s Schedule) Missed(now time.Time, n int) []time.Time {
+	last := s.Last(now)
+	if last.IsZero() || n <= 0 {
+		return nil
+	}
+	step := 1
+	if s.Kind == Weekly {
+		step = 7
+	}
+	out := make([]time.Time, n)
+	for i := range n {
+		out[n-1-i] = s.at(last.AddDate(0, 0, -i*step))
+	}
+	return out
+}
+
+// CatchUp bounds the missed periods a start runs: a week of dailies, a
+// month of weeklies.
+func CatchUp(k Kind) int {
+	switch k {
+	case Daily:
+		return 7
+	case Weekly:
+		return 4
+	}
+	return 0
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -129,4 +130,24 @@ func writeDurable(dir, name string, b []byte) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// Unfinish forgets that any job's run of period finished (its key is
+// "<job>:<period>"), so that it runs again when due: what it wrote was
+// made from turns the owner forgot, and was removed. It reports whether
+// any key was dropped.
+func (s *State) Unfinish(period string) bool {
+	dropped := false
+	for job, keys := range s.Done {
+		kept := keys[:0]
+		for _, k := range keys {
+			if _, p, ok := strings.Cut(k, ":"); ok && p == period {
+				dropped = true
+				continue
+			}
+			kept = append(kept, k)
+		}
+		s.Done[job] = kept
+	}
+	return dropped
 }

@@ -411,6 +411,10 @@ func (s *Session) forget(m *ipc.Forget) {
 		if p := res.Purged; p != nil {
 			out.Purged = &ipc.Purged{Records: p.Records, Shards: p.Shards}
 		}
+		if d := res.Derived; len(d.Removed)+len(d.Hidden)+len(d.Entities) > 0 {
+			out.Vault = &ipc.ForgottenVault{Removed: d.Removed, Hidden: d.Hidden, Entities: d.Entities}
+		}
+		out.GitKeeps = res.GitKeeps
 		s.reply(out)
 	})
 }

@@ -21,6 +21,9 @@ const (
 	AuthorAgent   = "agent"
 	AuthorOwner   = "owner"
 	AuthorCurator = "curator"
+	// AuthorForget is what a forget changes: the notes made from the
+	// turns forgotten, and their rewrites.
+	AuthorForget = "forget"
 	// AuthorExternalPrefix starts the author of an external agent's
 	// proposal: "external:<name>", name of [a-z0-9_-].
 	AuthorExternalPrefix = "external:"
@@ -63,8 +66,10 @@ type Vault struct {
 	// crash, in tests, stops a write at a stage as a crash would
 	// (see pending.go): true leaves the write where it is.
 	crash func(stage string) bool
-	list  listCache // List's parsed notes (listcache.go)
-	git   gitCache  // what commits keep of git between them (gitcache.go)
+	// failWrite, in tests, fails ApplyBatch's i-th file write.
+	failWrite func(i int, path string) error
+	list      listCache // List's parsed notes (listcache.go)
+	git       gitCache  // what commits keep of git between them (gitcache.go)
 }
 
 // errCrash is what a write stopped by crash returns.
@@ -138,105 +143,18 @@ func (v *Vault) Apply(ctx context.Context, p *Proposal) (Result, error) {
 		return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
 	}
 	now := v.now().UTC()
-	type write struct {
-		path          string
-		before, after []byte // after nil: remove
-	}
-	var writes []write
-	current, err := v.Read(p.Path)
+	writes, err := v.plan(p, now)
 	if err != nil {
-		return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
-	}
-	if d, stale := staleness(p, current); stale {
-		return Result{}, fmt.Errorf("apply %s: %w: %s", p.ID, ErrStale, d.Why)
-	}
-	var newNote *Note
-	switch p.Op {
-	case OpCreate, OpUpdate:
-		after := []byte(p.Content)
-		if p.Patch != nil {
-			n, err := ParseNote(p.Path, current)
-			if err != nil {
-				return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
-			}
-			patch(n, p.Patch, now)
-			after = n.Format()
-		}
-		if isNotePath(p.Path) {
-			n, err := ParseNote(p.Path, after)
-			if err != nil {
-				return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
-			}
-			newNote = n
-			// The owner's text is written as they wrote it; anyone
-			// else's note is stamped and written canonically.
-			if p.Author != AuthorOwner && p.Patch == nil {
-				stamp(n, current, now)
-				after = n.Format()
-			}
-		}
-		writes = append(writes, write{p.Path, current, after})
-	case OpDeprecate:
-		n, err := ParseNote(p.Path, current)
-		if err != nil {
-			return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
-		}
-		n.Status, n.UpdatedAt = Deprecated, now
-		writes = append(writes, write{p.Path, current, n.Format()})
-	case OpDelete:
-		writes = append(writes, write{p.Path, current, nil})
-	}
-	if len(p.Supersedes) > 0 {
-		if newNote == nil {
-			return Result{}, fmt.Errorf("apply %s: only a note can supersede notes", p.ID)
-		}
-		mark := Superseded
-		if p.Contradicts {
-			mark = Contradicted
-		}
-		for _, old := range p.Supersedes {
-			b, err := v.Read(old)
-			if err != nil {
-				return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
-			}
-			if b == nil {
-				return Result{}, fmt.Errorf("apply %s: %w: %s does not exist", p.ID, ErrStale, old)
-			}
-			on, err := ParseNote(old, b)
-			if err != nil {
-				return Result{}, fmt.Errorf("apply %s: %w", p.ID, err)
-			}
-			on.Status, on.UpdatedAt = mark, now
-			if !slices.Contains(on.SupersededBy, newNote.ID) {
-				on.SupersededBy = append(on.SupersededBy, newNote.ID)
-			}
-			if !slices.Contains(newNote.Supersedes, on.ID) {
-				newNote.Supersedes = append(newNote.Supersedes, on.ID)
-			}
-			writes = append(writes, write{old, b, on.Format()})
-		}
-		writes[0].after = newNote.Format()
+		return Result{}, err
 	}
 
 	queued := filepath.Join(v.dir, filepath.FromSlash(proposalPath(p.ID)))
 	_, qerr := os.Lstat(queued)
 	isQueued := qerr == nil
 	var paths []string
-	entries := make([]Entry, 0, len(writes))
+	entries := ledgerEntries(p, writes, now)
 	for _, w := range writes {
 		paths = append(paths, w.path)
-		e := Entry{TS: now, Op: p.Op, Path: w.path, Author: p.Author, Reason: p.Reason,
-			Sources: p.Sources, Proposal: p.ID}
-		if w.before != nil {
-			e.Before = Hash(w.before)
-		}
-		if w.after != nil {
-			e.After = Hash(w.after)
-		}
-		if w.path != p.Path {
-			e.Op = "mark_" + Op(newStatus(w.after))
-		}
-		entries = append(entries, e)
 	}
 	if isQueued {
 		paths = append(paths, proposalPath(p.ID))
@@ -289,6 +207,116 @@ func (v *Vault) Apply(ctx context.Context, p *Proposal) (Result, error) {
 		return res, fmt.Errorf("apply %s: %w", p.ID, err)
 	}
 	return res, nil
+}
+
+// fileWrite is one file a proposal changes: its bytes before (nil: new) and
+// after (nil: removed).
+type fileWrite struct {
+	path          string
+	before, after []byte
+}
+
+// plan works out the files p writes, as they are now: p's own file, and
+// the notes it supersedes; ErrStale when p's file is no longer the one it
+// was made against. Nothing is written.
+func (v *Vault) plan(p *Proposal, now time.Time) ([]fileWrite, error) {
+	var writes []fileWrite
+	current, err := v.Read(p.Path)
+	if err != nil {
+		return nil, fmt.Errorf("apply %s: %w", p.ID, err)
+	}
+	if d, stale := staleness(p, current); stale {
+		return nil, fmt.Errorf("apply %s: %w: %s", p.ID, ErrStale, d.Why)
+	}
+	var newNote *Note
+	switch p.Op {
+	case OpCreate, OpUpdate:
+		after := []byte(p.Content)
+		if p.Patch != nil {
+			n, err := ParseNote(p.Path, current)
+			if err != nil {
+				return nil, fmt.Errorf("apply %s: %w", p.ID, err)
+			}
+			patch(n, p.Patch, now)
+			after = n.Format()
+		}
+		if isNotePath(p.Path) {
+			n, err := ParseNote(p.Path, after)
+			if err != nil {
+				return nil, fmt.Errorf("apply %s: %w", p.ID, err)
+			}
+			newNote = n
+			// The owner's text is written as they wrote it; anyone
+			// else's note is stamped and written canonically.
+			if p.Author != AuthorOwner && p.Patch == nil {
+				stamp(n, current, now)
+				after = n.Format()
+			}
+		}
+		writes = append(writes, fileWrite{p.Path, current, after})
+	case OpDeprecate:
+		n, err := ParseNote(p.Path, current)
+		if err != nil {
+			return nil, fmt.Errorf("apply %s: %w", p.ID, err)
+		}
+		n.Status, n.UpdatedAt = Deprecated, now
+		writes = append(writes, fileWrite{p.Path, current, n.Format()})
+	case OpDelete:
+		writes = append(writes, fileWrite{p.Path, current, nil})
+	}
+	if len(p.Supersedes) > 0 {
+		if newNote == nil {
+			return nil, fmt.Errorf("apply %s: only a note can supersede notes", p.ID)
+		}
+		mark := Superseded
+		if p.Contradicts {
+			mark = Contradicted
+		}
+		for _, old := range p.Supersedes {
+			b, err := v.Read(old)
+			if err != nil {
+				return nil, fmt.Errorf("apply %s: %w", p.ID, err)
+			}
+			if b == nil {
+				return nil, fmt.Errorf("apply %s: %w: %s does not exist", p.ID, ErrStale, old)
+			}
+			on, err := ParseNote(old, b)
+			if err != nil {
+				return nil, fmt.Errorf("apply %s: %w", p.ID, err)
+			}
+			on.Status, on.UpdatedAt = mark, now
+			if !slices.Contains(on.SupersededBy, newNote.ID) {
+				on.SupersededBy = append(on.SupersededBy, newNote.ID)
+			}
+			if !slices.Contains(newNote.Supersedes, on.ID) {
+				newNote.Supersedes = append(newNote.Supersedes, on.ID)
+			}
+			writes = append(writes, fileWrite{old, b, on.Format()})
+		}
+		writes[0].after = newNote.Format()
+	}
+
+	return writes, nil
+}
+
+// ledgerEntries are p's ledger lines, one per file it writes.
+func ledgerEntries(p *Proposal, writes []fileWrite, now time.Time) []Entry {
+	entries := make([]Entry, 0, len(writes))
+	for _, w := range writes {
+		e := Entry{TS: now, Op: p.Op, Path: w.path, Author: p.Author, Reason: p.Reason,
+			Sources: p.Sources, Proposal: p.ID}
+		if w.before != nil {
+			e.Before = Hash(w.before)
+		}
+		if w.after != nil {
+			e.After = Hash(w.after)
+		}
+		if w.path != p.Path {
+			e.Op = "mark_" + Op(newStatus(w.after))
+		}
+		entries = append(entries, e)
+	}
+	return entries
 }
 
 // newStatus is the status of a note's bytes, for the ledger.

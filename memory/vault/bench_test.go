@@ -94,3 +94,53 @@ func BenchmarkList(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
 }
+
+// BenchmarkForgetScan is what a forget pays to find the notes made from
+// the turns it forgets, without an index: List over 10,000 notes, each
+// citing two turns (warm: List's cache holds their sources), checking
+// each note's sources against the forgotten ids. It reports p50 and p95.
+func BenchmarkForgetScan(b *testing.B) {
+	const n = 10_000
+	dir := newRoot(b)
+	turns := make([]string, 2*n)
+	for i := range turns {
+		turns[i] = NewNoteID()
+	}
+	for i := range n {
+		note := &Note{ID: NewNoteID(), Title: "A note", Type: "project", Confidence: 0.9, Body: []byte(claim + "\n"),
+			Sources: []Source{{Thread: "main", Turn: turns[2*i]}, {Thread: "main", Turn: turns[2*i+1]}}}
+		p := filepath.Join(dir, "knowledge", "projects", fmt.Sprintf("n%05d.md", i))
+		if err := os.WriteFile(p, note.Format(), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	v := New(dir, nil)
+	if _, err := v.List(b.Context(), ListFilter{}); err != nil {
+		b.Fatal(err)
+	}
+	gone := map[string]bool{turns[n]: true} // one note cites it
+	var lat []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		notes, err := v.List(b.Context(), ListFilter{Prefix: KnowledgeDir + "/"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		found := 0
+		for _, nt := range notes {
+			for _, s := range nt.Sources {
+				if gone[s.Turn] {
+					found++
+				}
+			}
+		}
+		if found != 1 {
+			b.Fatalf("found %d notes", found)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+}

@@ -67,7 +67,7 @@ func (c *listCache) info(full, p string, k statKey, now time.Time) (NoteInfo, er
 		if st == "" {
 			st = Active
 		}
-		info = NoteInfo{Path: p, ID: n.ID, Title: n.Title, Type: n.Type, Status: st, Tags: n.Tags, UpdatedAt: n.UpdatedAt}
+		info = NoteInfo{Path: p, ID: n.ID, Title: n.Title, Type: n.Type, Status: st, Tags: n.Tags, UpdatedAt: n.UpdatedAt, Sources: n.Sources}
 	}
 	// The stat taken before the read: a write after it changes the
 	// stat, so it is read again next time.
@@ -88,6 +88,7 @@ func (c *listCache) prune(dir string) {
 // clone is info for a caller: its tags are its own.
 func (i NoteInfo) clone() NoteInfo {
 	i.Tags = slices.Clone(i.Tags)
+	i.Sources = slices.Clone(i.Sources)
 	return i
 }
 

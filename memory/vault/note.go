@@ -25,9 +25,12 @@ const (
 	Contradicted Status = "contradicted"
 	Deprecated   Status = "deprecated"
 	Draft        Status = "draft"
+	// NeedsRewrite is a note some of whose sources the owner forgot: it
+	// stays out of context and recall until it is rewritten without them.
+	NeedsRewrite Status = "needs_rewrite"
 )
 
-var statuses = []Status{Active, Superseded, Contradicted, Deprecated, Draft}
+var statuses = []Status{Active, Superseded, Contradicted, Deprecated, Draft, NeedsRewrite}
 
 // Source is where a note's claim comes from: a turn of a thread of the
 // journal, and the SHA-256 (hex) of the excerpt that supports it.
@@ -161,7 +164,7 @@ func ParseNote(name string, b []byte) (*Note, error) {
 			s, err = str(v)
 			n.Status = Status(s)
 			if err == nil && !slices.Contains(statuses, n.Status) {
-				err = fmt.Errorf("%q is not one of active, superseded, contradicted, deprecated, draft", s)
+				err = fmt.Errorf("%q is not one of active, superseded, contradicted, deprecated, draft, needs_rewrite", s)
 			}
 		case "tags":
 			n.Tags, err = strs(v)
@@ -449,4 +452,37 @@ func (n *Note) Format() []byte {
 func Hash(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// Extra returns the value of a front matter key Note does not know (kept
+// as written), and whether it is there as text.
+func (n *Note) Extra(key string) (string, bool) {
+	for i := 0; i+1 < len(n.extra); i += 2 {
+		if n.extra[i].Value == key {
+			v, err := str(n.extra[i+1])
+			return v, err == nil
+		}
+	}
+	return "", false
+}
+
+// SetExtra sets a front matter key Note does not know to the text val,
+// after the others; "" removes it. A known key is refused.
+func (n *Note) SetExtra(key, val string) {
+	if slices.Contains(knownKeys, key) {
+		return
+	}
+	for i := 0; i+1 < len(n.extra); i += 2 {
+		if n.extra[i].Value == key {
+			if val == "" {
+				n.extra = slices.Delete(n.extra, i, i+2)
+			} else {
+				n.extra[i+1] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: val}
+			}
+			return
+		}
+	}
+	if val != "" {
+		n.extra = append(n.extra, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: val})
+	}
 }

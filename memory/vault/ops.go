@@ -125,6 +125,9 @@ type NoteInfo struct {
 	Tags      []string
 	UpdatedAt time.Time
 	Err       string
+	// Sources are the turns the note cites (a forget finds the notes
+	// made from what it forgets by them).
+	Sources []Source
 }
 
 // List returns the notes (Markdown files of knowledge/ and summaries/,

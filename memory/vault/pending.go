@@ -41,6 +41,11 @@ type pending struct {
 	LedgerFirst bool      `json:"ledger_first,omitempty"`
 	LedgerSize  int64     `json:"ledger_size"`
 	At          time.Time `json:"at"`
+	// Batch, for ApplyBatch's record, is every file's new bytes, and
+	// Dequeue the queued proposals it takes out of the inbox: a batch a
+	// crash cut short is finished, never left in part (batch.go).
+	Batch   []batchFile `json:"batch,omitempty"`
+	Dequeue []string    `json:"dequeue,omitempty"`
 }
 
 // pendingDir is where the memory root dir keeps its pending records:
@@ -187,6 +192,12 @@ func (v *Vault) CommitPending(ctx context.Context) (Result, error) {
 		// write short): every write before it ledgered itself.
 		if i < len(ps)-1 || size > p.LedgerSize {
 			p.Entries, p.LedgerFirst = nil, false
+		}
+		if len(p.Batch) > 0 && len(p.Entries) > 0 {
+			// A batch cut short: finished, then committed whole.
+			if err := v.finishBatch(p); err != nil {
+				return res, fmt.Errorf("finish a batch: %w", err)
+			}
 		}
 		if !p.LedgerFirst && len(p.Entries) > 0 && !v.written(p.Entries) {
 			// Cut short before any file changed: there is nothing to

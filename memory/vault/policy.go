@@ -213,7 +213,9 @@ func Decide(pol Policy, p *Proposal, current []byte) Decision {
 	if p.Inferred && (note == nil || note.Status != Draft) {
 		return reject("an inference presented as fact: propose it as a draft note")
 	}
-	if p.Op == OpCreate || p.Op == OpUpdate {
+	// A claim is text: a patch of tags, confidence or confirmation
+	// (the weekly job lowering a stale note's confidence) adds none.
+	if p.Op == OpCreate || p.Op == OpUpdate && (p.Patch == nil || p.Patch.BodyAppend != "") {
 		if w := len(strings.FieldsFunc(claim, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })); w < pol.Reject.MinClaimWords {
 			return reject("too vague: %d words, the policy wants at least %d", w, pol.Reject.MinClaimWords)
 		}

@@ -61,6 +61,12 @@ func TestDecide(t *testing.T) {
 		{"update that changes the id", update, existing, Reject},
 		{"delete that supersedes", Proposal{ID: "prop_3", Op: OpDelete, Path: "knowledge/projects/mnemo.md", Base: base, Reason: "r", Sources: src, Author: AuthorAgent, Supersedes: []string{"knowledge/projects/b.md"}}, existing, Reject},
 		{"patch", with(update, func(p *Proposal) { p.Content = ""; p.Patch = &Patch{BodyAppend: "it also keeps a ledger of writes"} }), existing, Apply},
+		{"patch of confidence alone", with(update, func(p *Proposal) {
+			c := 0.3
+			p.Content = ""
+			p.Patch = &Patch{Confidence: &c, TagsAdd: []string{"stale"}}
+		}), existing, Apply},
+		{"patch appending too little", with(update, func(p *Proposal) { p.Content = ""; p.Patch = &Patch{BodyAppend: "also this"} }), existing, Reject},
 		{"owner writes a preference", with(create("knowledge/prefs/x.md", noteText("preference", Active, 1, "", "short replies")), func(p *Proposal) { p.Author = AuthorOwner; p.Sources = nil }), nil, Apply},
 
 		// Reject.

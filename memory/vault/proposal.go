@@ -96,7 +96,7 @@ func (p *Proposal) validate() error {
 		return err
 	}
 	if !validAuthor(p.Author) {
-		return fmt.Errorf("author %q: want agent, owner, curator, job:<name> or external:<name>", p.Author)
+		return fmt.Errorf("author %q: want agent, owner, curator, forget, job:<name> or external:<name>", p.Author)
 	}
 	if err := checkPath(p.Path); err != nil {
 		return err
@@ -154,7 +154,7 @@ func checkID(id string) error {
 // newline would corrupt the commit.
 func validAuthor(a string) bool {
 	switch a {
-	case AuthorAgent, AuthorOwner, AuthorCurator:
+	case AuthorAgent, AuthorOwner, AuthorCurator, AuthorForget:
 		return true
 	}
 	name, ok := strings.CutPrefix(a, "job:")
