@@ -27,18 +27,37 @@ const chunkSize = 64 << 10
 // those read has no ResponseID (the provider's state holds what was
 // forgotten).
 func (j *Journal) Tail(n int) ([]Record, error) {
-	return j.tail(n, true)
+	return j.tail(n, true, nil, "")
+}
+
+// TailOf is Tail of one conversation (conv "" is the default one): the
+// last n live turns whose Conv is conv. first, when set, is the id of the
+// conversation's first record: the shards before its day are not read, so
+// that a conversation's tail costs what its span of the journal does, not
+// the whole journal (a day of slack covers clocks that stepped back).
+// Tombstones of every conversation apply.
+func (j *Journal) TailOf(conv string, n int, first string) ([]Record, error) {
+	return j.tail(n, true, &conv, first)
 }
 
 // tail returns the last n valid records, oldest first; only live ones
-// when live is set, else every record, tombstones included.
-func (j *Journal) tail(n int, live bool) ([]Record, error) {
+// when live is set, else every record, tombstones included; only turns of
+// *conv when conv is set, from the shards from first's day on.
+func (j *Journal) tail(n int, live bool, conv *string, first string) ([]Record, error) {
 	if n <= 0 {
 		return nil, nil
 	}
 	shards, err := j.snapshot()
 	if err != nil {
 		return nil, err
+	}
+	if t, ok := idTime(first); ok {
+		from := t.UTC().AddDate(0, 0, -1).Format(dateLayout) + shardExt
+		i := 0
+		for i < len(shards) && shards[i].name < from {
+			i++
+		}
+		shards = shards[i:]
 	}
 	out := make([]Record, 0, min(n, 256)) // newest first
 	// A tombstone is newer than the records it forgets: reading backwards,
@@ -59,6 +78,8 @@ func (j *Journal) tail(n int, live bool) ([]Record, error) {
 					}
 				case !rec.IsTurn():
 					// A decision: not a turn.
+				case conv != nil && rec.Conv != *conv:
+					// Another conversation's.
 				case forgotten[rec.ID] || rec.Redacted:
 					if rec.ID < gap {
 						gap = rec.ID
@@ -267,7 +288,28 @@ func parseRecord(line []byte) (Record, error) {
 	if err := checkKind(&rec); err != nil {
 		return Record{}, err
 	}
+	if rec.Conv != "" && !ValidConversation(rec.Conv) {
+		return Record{}, errors.New("record's conv is not a valid conversation id")
+	}
 	return rec, nil
+}
+
+// MaxConversationID is the longest conversation id.
+const MaxConversationID = 64
+
+// ValidConversation reports whether s may name a conversation: 1 to 64
+// of a-z, 0-9, '-' and '_'.
+func ValidConversation(s string) bool {
+	if s == "" || len(s) > MaxConversationID {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // reverseLines calls fn with each line of the first size bytes of r, last
