@@ -22,17 +22,32 @@ func (h *Hearth) Send(ref, content string) error {
 // SendAs is Send for a sender whose identity ctx carries (auth.WithIdentity):
 // the turn's tools see it in their ctx. Without one it is Send.
 func (h *Hearth) SendAs(ctx context.Context, ref, content string) error {
+	return h.SendTo(ctx, MainConversation, ref, content)
+}
+
+// SendTo is SendAs into conversation conv ("": main); an unknown one is
+// a *Problem with CodeConversationNotFound.
+func (h *Hearth) SendTo(ctx context.Context, conv, ref, content string) error {
 	if id, ok := auth.From(ctx); ok {
-		return h.send(&id, ref, content)
+		return h.sendTo(conv, &id, ref, content)
 	}
-	return h.send(nil, ref, content)
+	return h.sendTo(conv, nil, ref, content)
 }
 
 func (h *Hearth) send(id *auth.Identity, ref, content string) error {
+	return h.sendTo(MainConversation, id, ref, content)
+}
+
+func (h *Hearth) sendTo(conv string, id *auth.Identity, ref, content string) error {
 	if strings.TrimSpace(content) == "" {
 		return &Problem{Code: CodeBadRequest, Message: "message content is empty", Ref: ref}
 	}
-	return h.enqueue(h.conv, turnReq{ref: ref, id: id, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
+	c, err := h.open(conv)
+	if err != nil {
+		err.(*Problem).Ref = ref
+		return err
+	}
+	return h.enqueue(c, turnReq{ref: ref, id: id, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
 }
 
 // AddTranscript queues a finished voice turn (role user or agent); it is
@@ -69,8 +84,8 @@ func (h *Hearth) enqueue(c *conversation, req turnReq) error {
 	}
 	select {
 	case c.turns <- req:
-		if c.asked++; c.asked == 1 {
-			c.settled = make(chan struct{})
+		if h.asked++; h.asked == 1 {
+			h.settled = make(chan struct{})
 		}
 		return nil
 	default:
@@ -81,26 +96,37 @@ func (h *Hearth) enqueue(c *conversation, req turnReq) error {
 // Cancel stops the reply in flight; its text so far is stored, marked
 // incomplete.
 func (h *Hearth) Cancel(ref string) error {
+	return h.CancelIn(MainConversation, ref)
+}
+
+// CancelIn is Cancel in conversation conv ("": main).
+func (h *Hearth) CancelIn(conv, ref string) error {
+	if conv == "" {
+		conv = MainConversation
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.conv.cancelTurn == nil {
+	c := h.convs[conv]
+	if c == nil || c.cancelTurn == nil {
 		return &Problem{Code: CodeBadRequest, Message: "there is no reply in flight to cancel", Ref: ref}
 	}
-	h.conv.cancelTurn(errCancelled)
+	c.cancelTurn(errCancelled)
 	return nil
 }
 
-// Confirm answers a ConfirmAsked; the first answer wins.
+// Confirm answers a ConfirmAsked of any conversation; the first answer
+// wins.
 func (h *Hearth) Confirm(id string, approve bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ch, ok := h.conv.confirms[id]
-	if !ok {
-		return &Problem{Code: CodeBadRequest, Message: "no confirmation is waiting under that id (it may have expired)"}
+	for _, c := range h.convs {
+		if ch, ok := c.confirms[id]; ok {
+			delete(c.confirms, id)
+			ch <- approve
+			return nil
+		}
 	}
-	delete(h.conv.confirms, id)
-	ch <- approve
-	return nil
+	return &Problem{Code: CodeBadRequest, Message: "no confirmation is waiting under that id (it may have expired)"}
 }
 
 // Search limits.
@@ -132,10 +158,15 @@ func (h *Hearth) Search(ctx context.Context, req memory.SearchRequest) ([]memory
 }
 
 // Keep stores a memory the agent chose to keep (the cache_store tool): a
-// tool record, committed, indexed and published like every other.
+// tool record, committed, indexed and published like every other, in the
+// conversation of the turn that kept it (ConversationFrom).
 func (h *Hearth) Keep(ctx context.Context, label, content string) (string, error) {
 	rec := journal.Record{Role: memory.RoleTool, Text: content, Mode: memory.ModeText, Tool: &journal.ToolResult{Name: "cache_store", Reason: label}}
-	stored, err := h.commit(ctx, h.conv, rec, func(r journal.Record) Event { return &TurnStored{Record: r} })
+	c, err := h.open(ConversationFrom(ctx))
+	if err != nil {
+		return "", err
+	}
+	stored, err := h.commit(ctx, c, rec, func(r journal.Record) Event { return &TurnStored{Record: r} })
 	if err != nil {
 		return "", err
 	}

@@ -336,7 +336,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 						p.Sources[i].Thread = hearth.MainConversation
 					}
 				}
-				if cur := core.CurrentSource(); cur.Turn != "" && !slices.Contains(p.Sources, cur) {
+				if cur := core.CurrentSourceIn(ctx); cur.Turn != "" && !slices.Contains(p.Sources, cur) {
 					p.Sources = append(p.Sources, cur)
 				}
 				out, err := core.Propose(ctx, p)
