@@ -55,7 +55,7 @@ type Subscription struct {
 	h    *Hearth
 	id   uint64
 	opts WatchOptions
-	conv string // the conversation followed
+	conv string        // the conversation followed
 	wake chan struct{} // capacity 1: the queue changed
 
 	mu     sync.Mutex
