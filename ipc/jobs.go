@@ -94,5 +94,5 @@ func newJobsMsg(typ string) Msg {
 	case TypeJobResult:
 		return new(JobResult)
 	}
-	return nil
+	return newConversationsMsg(typ)
 }

@@ -403,6 +403,8 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		MaxIterations:  cfg.MaxIterations.Value,
 		Version:        rt.Version,
 		Log:            log,
+		// A cache of what the journal says (DESIGN.md "Conversations").
+		ConversationsFile: filepath.Join(root.IndexDir(), "conversations.json"),
 	})
 	if err != nil {
 		return nil, err
