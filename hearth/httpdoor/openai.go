@@ -204,12 +204,16 @@ func (d *Door) chatCompletions(c *call) error {
 	if !d.knownModel(req.Model) {
 		return modelNotFound(req.Model)
 	}
-	c.trace.step("route", 0, "turn of the shared conversation")
+	conv, err := d.chatConversation(c, req.Metadata)
+	if err != nil {
+		return err
+	}
+	c.trace.step("route", 0, "turn of the conversation "+convName(conv))
 	id := "chatcmpl-" + strings.TrimPrefix(c.id, "req_")
 	created := time.Now().Unix()
 	if !req.Stream {
 		t0 := time.Now()
-		end, err := d.runTurn(c.r.Context(), c.id, content, func(turnEvent) error { return nil })
+		end, err := d.runTurnIn(c.r.Context(), conv, c.id, content, func(turnEvent) error { return nil })
 		if err != nil {
 			return err
 		}
@@ -232,7 +236,7 @@ func (d *Door) chatCompletions(c *call) error {
 			Choices: []chatChoice{{Delta: delta, FinishReason: finish}}, RequestID: c.id}
 	}
 	first := true
-	end, err := d.runTurn(c.r.Context(), c.id, content, func(ev turnEvent) error {
+	end, err := d.runTurnIn(c.r.Context(), conv, c.id, content, func(ev turnEvent) error {
 		if ev.Text == "" {
 			return nil
 		}

@@ -51,15 +51,25 @@ var errTurnOver = errors.New("turn over")
 // failed; a *hearth.Problem refusing the message before it was queued is
 // returned as the error.
 func (d *Door) runTurn(ctx context.Context, ref, content string, emit func(turnEvent) error) (turnEnd, error) {
+	return d.runTurnIn(ctx, "", ref, content, emit)
+}
+
+// runTurnIn is runTurn in conversation conv ("": main).
+func (d *Door) runTurnIn(ctx context.Context, conv, ref, content string, emit func(turnEvent) error) (turnEnd, error) {
 	sub, err := d.core.Subscribe(hearth.WatchOptions{
-		Classes: hearth.ClassTurns | hearth.ClassTokens | hearth.ClassActivity | hearth.ClassProblems,
-		Name:    "http " + ref,
+		Classes:      hearth.ClassTurns | hearth.ClassTokens | hearth.ClassActivity | hearth.ClassProblems,
+		Name:         "http " + ref,
+		Conversation: conv,
 	})
+	var p *hearth.Problem
+	if errors.As(err, &p) {
+		return turnEnd{}, err // the conversation is unknown
+	}
 	if err != nil {
 		return turnEnd{}, errShuttingDown
 	}
 	defer sub.Close()
-	if err := d.core.Send(ref, content); err != nil {
+	if err := d.core.SendTo(ctx, conv, ref, content); err != nil {
 		return turnEnd{}, err
 	}
 	var (
