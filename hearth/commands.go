@@ -2,6 +2,7 @@ package hearth
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -42,12 +43,18 @@ func (h *Hearth) sendTo(conv string, id *auth.Identity, ref, content string) err
 	if strings.TrimSpace(content) == "" {
 		return &Problem{Code: CodeBadRequest, Message: "message content is empty", Ref: ref}
 	}
-	c, err := h.open(conv)
-	if err != nil {
-		err.(*Problem).Ref = ref
-		return err
+	for {
+		c, err := h.open(conv)
+		if err != nil {
+			err.(*Problem).Ref = ref
+			return err
+		}
+		err = h.enqueue(c, turnReq{ref: ref, id: id, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
+		if !errors.Is(err, errUnloaded) {
+			return err
+		}
+		// It went idle between open and enqueue: open it again.
 	}
-	return h.enqueue(c, turnReq{ref: ref, id: id, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
 }
 
 // AddTranscript queues a finished voice turn (role user or agent); it is
@@ -79,6 +86,9 @@ func (h *Hearth) addTranscript(ref, role, text string, incomplete bool) error {
 func (h *Hearth) enqueue(c *conversation, req turnReq) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if c.unloaded {
+		return errUnloaded
+	}
 	if c.closed {
 		return &Problem{Code: CodeShuttingDown, Message: "hearth is shutting down; the message was not stored", Ref: req.ref}
 	}
@@ -180,6 +190,9 @@ type Health struct {
 	Provider, Model string
 	// Dropped counts subscribers cut off for falling behind.
 	Dropped int
+	// Conversations counts the conversations loaded: main, and those
+	// with a turn queued or in flight or a subscriber.
+	Conversations int
 	// Index is recall's progress; nil while it first opens or when off.
 	Index *memory.IndexHealth
 	// Vault is the vault's commit state; nil without a vault.
@@ -192,7 +205,7 @@ type Health struct {
 // Health reports the agent's state, the subscribers and recall.
 func (h *Hearth) Health() Health {
 	h.mu.Lock()
-	r := Health{State: h.conv.state, Subscribers: len(h.subs), Dropped: h.dropped, At: time.Now()}
+	r := Health{State: h.conv.state, Subscribers: len(h.subs), Dropped: h.dropped, Conversations: len(h.convs), At: time.Now()}
 	if m := h.conv.current; m != nil {
 		r.Provider, r.Model = m.Name(), m.Model()
 	}

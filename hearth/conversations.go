@@ -338,7 +338,7 @@ func (h *Hearth) open(id string) (*conversation, error) {
 	var recent []journal.Record
 	if first != "" {
 		var err error
-		recent, err = h.cfg.Journal.TailOf(convField(id), h.keep(), first)
+		recent, err = h.cfg.Journal.TailOf(convField(id), h.keep(), firstBound(id, first))
 		if err != nil {
 			h.log.Error("conversation: read journal", "conversation", id, "err", err)
 			return nil, &Problem{Code: CodeInternal, Message: "hearth could not read the conversation from the journal; details are in hearth's log"}
@@ -350,9 +350,68 @@ func (h *Hearth) open(id string) (*conversation, error) {
 		return c, nil
 	}
 	c := h.newConversation(id, recent)
+	c.current = h.conv.current
 	h.convs[id] = c
 	h.startWorkerLocked(c)
 	return c, nil
+}
+
+// pokeLocked tells conversation id's worker that a follower left, so
+// that it unloads the conversation if nothing else holds it. h.mu is
+// held.
+func (h *Hearth) pokeLocked(id string) {
+	c := h.convs[id]
+	if c == nil || c == h.conv || !c.started || c.closed {
+		return
+	}
+	for s := range h.subs {
+		if s.conv == id {
+			return
+		}
+	}
+	select {
+	case c.turns <- turnReq{poke: true}:
+	default: // a full queue: its worker unloads it after those turns
+	}
+}
+
+// errUnloaded: the conversation went idle and was unloaded; open it
+// again.
+var errUnloaded = errors.New("hearth: conversation unloaded")
+
+// unloadIfIdle unloads c, any conversation but main, when nothing is
+// queued for it and nobody follows it: its worker ends and its window
+// is read from the journal again on its next use. A conversation a
+// client made with no message at all stays listed. True when c is gone.
+func (h *Hearth) unloadIfIdle(c *conversation) bool {
+	if c == h.conv {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(c.turns) > 0 || c.closed {
+		return false
+	}
+	for s := range h.subs {
+		if s.conv == c.id {
+			return false
+		}
+	}
+	c.unloaded = true
+	delete(h.convs, c.id)
+	return true
+}
+
+// firstBound is the first record a conversation's journal reads may
+// start from: none for main, whose records may predate conversations (a
+// hand-edited or imported journal need not keep a record's id and its
+// shard's day together); the first record for the others, which only
+// this hearth wrote.
+func firstBound(id, first string) string {
+	if id == MainConversation {
+		return ""
+	}
+	return first
 }
 
 // keep is how many recent records a conversation keeps.

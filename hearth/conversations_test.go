@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -406,4 +407,75 @@ func TestConversationTitleForgotten(t *testing.T) {
 	if info, _ := h2.Conversation("secret"); strings.Contains(info.Title, "12345678") {
 		t.Errorf("title after a restart: %q", info.Title)
 	}
+}
+
+// TestConversationUnloadsWhenIdle: a conversation nobody follows leaves
+// memory once its turns are answered (main stays), comes back from the
+// journal on its next message with its window whole, and stays loaded
+// while a client follows it, until that client leaves.
+func TestConversationUnloadsWhenIdle(t *testing.T) {
+	model := &echoModel{}
+	h, _, _ := convCore(t, t.TempDir(), model)
+	if _, err := h.NewConversation("trip"); err != nil {
+		t.Fatal(err)
+	}
+	send := func(text string) {
+		t.Helper()
+		if err := h.SendTo(context.Background(), "trip", "", text); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Settled(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("t1")
+	if n := h.Health().Conversations; n != 1 {
+		t.Errorf("loaded after an answered turn nobody follows: %d, want 1 (main)", n)
+	}
+	send("t2")
+	if got := model.requestWith("t2"); !slices.Equal(got, []string{"t1", "t2"}) {
+		t.Errorf("the window after reloading: %q", got)
+	}
+	if info, _ := h.Conversation("trip"); info.Records != 4 {
+		t.Errorf("trip after an unload and a reload: %+v", info)
+	}
+}
+
+// TestConversationUnloadsWhenItsLastFollowerLeaves: followed, a
+// conversation stays loaded after its turns; when the follower leaves,
+// its worker unloads it.
+func TestConversationUnloadsWhenItsLastFollowerLeaves(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, err := hearth.New(hearth.Config{Journal: &memJournal{}, Models: fixed{&echoModel{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); h.Run(ctx) }()
+		if _, err := h.NewConversation("trip"); err != nil {
+			t.Fatal(err)
+		}
+		s, err := h.Subscribe(hearth.WatchOptions{Conversation: "trip"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.SendTo(ctx, "trip", "", "t1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Settled(ctx); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := h.Health().Conversations; n != 2 {
+			t.Errorf("loaded while followed: %d, want 2", n)
+		}
+		s.Close()
+		synctest.Wait() // the poke is handled
+		if n := h.Health().Conversations; n != 1 {
+			t.Errorf("loaded after its follower left: %d, want 1", n)
+		}
+		cancel()
+		<-done
+	})
 }

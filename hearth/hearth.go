@@ -226,8 +226,9 @@ type conversation struct {
 	confirms map[string]chan bool
 	// current is the model of the latest turn, reported in snapshots.
 	current Model
-	// started: its turn worker runs (see startWorkerLocked).
-	started bool
+	// started: its turn worker runs (see startWorkerLocked); unloaded:
+	// it went idle and left Hearth.convs (see unloadIfIdle).
+	started, unloaded bool
 	// voice is the mode-switch state cross-modal injection keeps.
 	voice modeState
 	// voiceCalls are the call ids of the voice tool calls running.
@@ -244,6 +245,9 @@ type turnReq struct {
 	// mark, when set, is no turn: it primes the voice→text injection
 	// once what was queued before it is stored (see StopVoice).
 	mark *modeMark
+	// poke is no turn either: its last follower left, so the worker
+	// unloads the conversation if it is idle (see unloadIfIdle).
+	poke bool
 }
 
 // New returns a Hearth over cfg, with the recent records read from the
@@ -266,7 +270,10 @@ func New(cfg Config) (*Hearth, error) {
 	if err := h.loadRegistry(context.Background()); err != nil {
 		return nil, fmt.Errorf("hearth: read journal: %w", err)
 	}
-	recent, err := cfg.Journal.TailOf("", h.keep(), h.reg.convs[MainConversation].First)
+	// main's tail is not bounded by its first record: a journal older
+	// than conversations, or edited by hand, may hold records whose ids
+	// do not match their shard's day (see firstBound).
+	recent, err := cfg.Journal.TailOf("", h.keep(), "")
 	if err != nil {
 		return nil, fmt.Errorf("hearth: read journal: %w", err)
 	}
@@ -352,6 +359,12 @@ func (h *Hearth) converse(ctx, turnCtx context.Context, c *conversation) {
 			h.drain(turnCtx, c)
 			return
 		case req := <-c.turns:
+			if req.poke {
+				if h.unloadIfIdle(c) {
+					return
+				}
+				continue
+			}
 			if req.mark != nil {
 				h.prime(c, req.mark)
 				h.answered(c)
@@ -365,7 +378,11 @@ func (h *Hearth) converse(ctx, turnCtx context.Context, c *conversation) {
 			} else {
 				h.handleTurn(turnCtx, c, req, sess)
 			}
+			gone := h.unloadIfIdle(c)
 			h.answered(c)
+			if gone {
+				return
+			}
 		}
 	}
 }
@@ -379,6 +396,9 @@ func (h *Hearth) drain(ctx context.Context, c *conversation) {
 	for {
 		select {
 		case req := <-c.turns:
+			if req.poke {
+				continue
+			}
 			if req.mark == nil {
 				h.store(ctx, c, req)
 			}

@@ -51,7 +51,7 @@ func (h *Hearth) History(ctx context.Context, q HistoryQuery) (HistoryPage, erro
 		return HistoryPage{}, nil // nothing said yet
 	}
 	q.Conversation = info.ID
-	page, err := h.history(ctx, q, info.First)
+	page, err := h.history(ctx, q, firstBound(info.ID, info.First))
 	if err != nil {
 		if ctx.Err() != nil {
 			return HistoryPage{}, ctx.Err()
@@ -73,7 +73,7 @@ func (h *Hearth) history(ctx context.Context, q HistoryQuery, first string) (His
 		recs, err := h.cfg.Journal.TailOf(conv, q.Limit, first)
 		return HistoryPage{Records: recs}, err
 	}
-	if q.After == "" && conv != "" {
+	if q.After == "" && first != "" {
 		// Scan from the conversation's first record's day on, not the
 		// whole journal.
 		q.After = before(first)

@@ -97,6 +97,14 @@ func (h *Hearth) Subscribe(opts WatchOptions) (*Subscription, error) {
 	s := &Subscription{h: h, id: h.nextSub.Add(1), opts: opts, conv: c.id, wake: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for c.unloaded { // it went idle meanwhile: load it again
+		h.mu.Unlock()
+		c, err = h.open(opts.Conversation)
+		h.mu.Lock()
+		if err != nil {
+			return nil, err
+		}
+	}
 	if h.closing {
 		return nil, ErrShuttingDown
 	}
@@ -173,6 +181,7 @@ func (s *Subscription) Close() {
 	h := s.h
 	h.mu.Lock()
 	delete(h.subs, s)
+	h.pokeLocked(s.conv)
 	h.mu.Unlock()
 	s.end(ErrUnsubscribed)
 }
@@ -265,6 +274,7 @@ func (h *Hearth) publish(ev Event) {
 // cutLocked ends s for why and counts it.
 func (h *Hearth) cutLocked(s *Subscription, why error) {
 	delete(h.subs, s)
+	h.pokeLocked(s.conv)
 	if !s.end(why) {
 		return
 	}
