@@ -18,6 +18,9 @@ import (
 // chunkSize is how much Tail reads at a time, backwards from the end.
 const chunkSize = 64 << 10
 
+// forgetBytes is in every tombstone's line (its kind and its forgets).
+var forgetBytes = []byte(KindForget)
+
 // Tail returns the last n valid records, oldest first. It reads the shards
 // backwards from their end, so its cost depends on n, not on the size of the
 // journal. Records appended concurrently may or may not be included.
@@ -59,6 +62,10 @@ func (j *Journal) tail(n int, live bool, conv *string, first string) ([]Record, 
 		}
 		shards = shards[i:]
 	}
+	var skip []byte // a line without these bytes is not conv's
+	if conv != nil && *conv != "" {
+		skip = []byte(*conv)
+	}
 	out := make([]Record, 0, min(n, 256)) // newest first
 	// A tombstone is newer than the records it forgets: reading backwards,
 	// it is met first.
@@ -67,6 +74,11 @@ func (j *Journal) tail(n int, live bool, conv *string, first string) ([]Record, 
 	for i := len(shards) - 1; i >= 0 && len(out) < n; i-- {
 		err := j.readShard(shards[i], func(f *os.File, path string, size int64) error {
 			return reverseLines(f, size, func(off int64, line []byte, tooLong bool) bool {
+				if skip != nil && !tooLong && !bytes.Contains(line, skip) && !bytes.Contains(line, forgetBytes) {
+					// Neither this conversation's nor a tombstone: not
+					// worth parsing (its id is not even in the line).
+					return true
+				}
 				rec, ok := j.record(path, "offset", off, line, tooLong)
 				switch {
 				case !ok:
