@@ -1,11 +1,15 @@
 package journal_test
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/oklog/ulid/v2"
 
 	"github.com/mnemo/mnemo/memory/journal"
 )
@@ -83,5 +87,46 @@ func TestAppendRejectsConv(t *testing.T) {
 	}
 	if _, err := j.Append(context.Background(), journal.Record{Role: "user", Text: "x", Conv: "trip_2026-03"}); err != nil {
 		t.Errorf("Append with a valid conv: %v", err)
+	}
+}
+
+// TestScanAfterSkipsWithoutParsing: ScanAfter judges a line the writer
+// wrote by its leading id without parsing it, and never skips a record
+// after the cursor, whatever the line's shape.
+func TestScanAfterSkipsWithoutParsing(t *testing.T) {
+	dir := t.TempDir()
+	// ids of the shard's day, so that the cursor's day reads it.
+	id := func(n byte) string {
+		var e [10]byte
+		e[9] = n
+		return ulid.MustNew(ulid.Timestamp(time.Date(2024, 2, 1, 10, 0, 0, 0, time.UTC)), bytes.NewReader(e[:])).String()
+	}
+	cursor := id(5)
+	lines := []string{
+		`{"id":"` + id(4) + `","role":"user","text":"before, as written"}`,
+		`{"id":"` + cursor + `","role":"user","text":"the cursor"}`,
+		`{"id":"` + strings.ToLower(id(6)) + `","role":"user","text":"after, lower case"}`,
+		`{ "id": "` + id(7) + `", "role":"user","text":"after, hand edited"}`,
+		`{"role":"user","id":"` + id(8) + `","text":"after, id not first"}`,
+		`{"id":"` + id(9) + `","role":"user","text":"after, as written"}`,
+	}
+	var data string
+	for _, l := range lines {
+		data += l + "\n"
+	}
+	if err := os.WriteFile(dir+"/2024-02-01.jsonl", []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j := open(t, dir, journal.Options{})
+	var got []string
+	if err := j.ScanAfter(context.Background(), cursor, func(r journal.Record) error {
+		got = append(got, r.Text)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"after, lower case", "after, hand edited", "after, id not first", "after, as written"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ScanAfter (-want +got):\n%s", diff)
 	}
 }

@@ -18,9 +18,6 @@ import (
 // chunkSize is how much Tail reads at a time, backwards from the end.
 const chunkSize = 64 << 10
 
-// forgetBytes is in every tombstone's line (its kind and its forgets).
-var forgetBytes = []byte(KindForget)
-
 // Tail returns the last n valid records, oldest first. It reads the shards
 // backwards from their end, so its cost depends on n, not on the size of the
 // journal. Records appended concurrently may or may not be included.
@@ -74,7 +71,7 @@ func (j *Journal) tail(n int, live bool, conv *string, first string) ([]Record, 
 	for i := len(shards) - 1; i >= 0 && len(out) < n; i-- {
 		err := j.readShard(shards[i], func(f *os.File, path string, size int64) error {
 			return reverseLines(f, size, func(off int64, line []byte, tooLong bool) bool {
-				if skip != nil && !tooLong && !bytes.Contains(line, skip) && !bytes.Contains(line, forgetBytes) {
+				if skip != nil && !tooLong && !bytes.Contains(line, skip) && !bytes.Contains(line, tombstoneHint) {
 					// Neither this conversation's nor a tombstone: not
 					// worth parsing (its id is not even in the line).
 					return true
@@ -170,6 +167,9 @@ func (j *Journal) scan(ctx context.Context, near, id string, fn func(Record) err
 			return forwardLines(io.NewSectionReader(f, 0, size), func(lineNo int, line []byte, tooLong bool) error {
 				if err := ctx.Err(); err != nil {
 					return fmt.Errorf("journal: scan: %w", err)
+				}
+				if id != "" && !tooLong && idAtMost(line, id) {
+					return nil // before the cursor: not worth parsing
 				}
 				rec, ok := j.record(path, "line", lineNo, line, tooLong)
 				if !ok || (id != "" && rec.ID <= id) || forgotten[rec.ID] || rec.Redacted {
@@ -445,4 +445,19 @@ func forwardLines(r io.Reader, fn func(lineNo int, line []byte, tooLong bool) er
 		lineNo++
 		long, tooLong = long[:0], false
 	}
+}
+
+// idPrefix starts every line the writer writes: the record's id first.
+var idPrefix = []byte(`{"id":"`)
+
+// idAtMost reports whether line, as the writer writes it, holds a record
+// whose id sorts at or before id, read without parsing the line. A line
+// in another shape (a hand edit) is not judged: false. A lower-case id
+// sorts after its canonical upper case, so it is never wrongly judged.
+func idAtMost(line []byte, id string) bool {
+	const n = 26 // a ULID's length
+	if len(id) != n || len(line) < len(idPrefix)+n+1 || !bytes.HasPrefix(line, idPrefix) || line[len(idPrefix)+n] != '"' {
+		return false
+	}
+	return string(line[len(idPrefix):len(idPrefix)+n]) <= id
 }
