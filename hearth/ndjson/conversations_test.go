@@ -3,6 +3,7 @@ package ndjson
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,5 +135,20 @@ func TestConversationsOverNDJSON(t *testing.T) {
 	var e *ipc.Error
 	if !errors.As(err, &e) || e.Code != ipc.CodeConversationNotFound {
 		t.Errorf("connect into an unknown conversation: %v", err)
+	}
+}
+
+// TestVoiceStaysOnMain: a client on another conversation is told that
+// voice talks in main, not given a credential whose turns it would not
+// see.
+func TestVoiceStaysOnMain(t *testing.T) {
+	th := startHearth(t, "", func(c *testConfig) { c.Model = newScriptModel() })
+	c := dial(t, th.addr)
+	c.Send(&ipc.NewConversation{ConversationID: "trip", Ref: "n1"})
+	recvUntil(t, c, func(m ipc.Msg) bool { h, ok := m.(*ipc.History); return ok && h.Ref == "n1" })
+	c.Send(&ipc.VoiceRequest{Ref: "v1"})
+	got := recvUntil(t, c, func(m ipc.Msg) bool { e, ok := m.(*ipc.Error); return ok && e.Ref == "v1" })
+	if e := got[len(got)-1].(*ipc.Error); e.Code != ipc.CodeUnavailable || !strings.Contains(e.Message, "main") {
+		t.Errorf("voice_request on trip: %+v", e)
 	}
 }

@@ -383,6 +383,13 @@ const voiceTimeout = 30 * time.Second
 // to this client only, with the request's ref (also on the error); Close
 // cancels it.
 func (s *Session) voice(ref string) {
+	if c := s.Conversation(); c != hearth.MainConversation {
+		// Voice talks in main (DESIGN.md "Conversations"): its turns
+		// would not reach a client on another conversation.
+		s.reply(&ipc.Error{Code: ipc.CodeUnavailable, Ref: ref,
+			Message: fmt.Sprintf("voice talks in the main conversation; this client is on %q (resume main first)", c)})
+		return
+	}
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, voiceTimeout)
 		defer cancel()
