@@ -186,8 +186,8 @@ func (h *Hearth) registryDirtyLocked() {
 }
 
 // startRegistry saves the registry's cache whenever it is behind, and
-// once more when ctx ends (after the turns are done: see Run).
-func (h *Hearth) startRegistry(ctx context.Context) (stop func()) {
+// once more when stopped (Run stops it after the turns are done).
+func (h *Hearth) startRegistry() (stop func()) {
 	if h.cfg.ConversationsFile == "" {
 		return func() {}
 	}

@@ -321,7 +321,7 @@ func (h *Hearth) Run(ctx context.Context) error {
 	catalogDone := h.startCatalog(ctx)
 	curatorDone := h.startCurator(ctx)
 	jobsDone := h.startJobs(ctx)
-	registryDone := h.startRegistry(ctx)
+	registryDone := h.startRegistry()
 	h.mu.Lock()
 	h.run = &runState{ctx: ctx, turnCtx: turnCtx}
 	for _, c := range h.convs {
