@@ -3,6 +3,8 @@ package hearth_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -137,6 +139,10 @@ func TestProviderProblemMessages(t *testing.T) {
 			"the model provider is overloaded or failing (HTTP 503; tried 3 times) — try again later"},
 		{"bad request", &llm.Error{Provider: "xai", Status: 400, Attempts: 1, Err: body},
 			"the model provider refused the request (HTTP 400); details are in hearth's log"},
+		{"cut mid-reply", &llm.Error{Provider: "xai", Attempts: 1, Err: fmt.Errorf("reading the reply stream: %w", io.ErrUnexpectedEOF)},
+			"the connection to the model provider broke mid-reply — try again"},
+		{"reset", &llm.Error{Provider: "xai", Retryable: true, Attempts: 3, Err: &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}},
+			"the connection to the model provider broke mid-reply; tried 3 times — try again"},
 		{"other", &llm.Error{Provider: "xai", Attempts: 1, Err: body},
 			"the model provider failed to answer; details are in hearth's log"},
 	}

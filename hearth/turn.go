@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mnemo/mnemo/hearth/agent"
@@ -317,6 +319,9 @@ func providerProblem(e *llm.Error) string {
 		return "the model provider is overloaded or failing" + tried + " — try again later"
 	case llm.CategoryBadRequest:
 		return fmt.Sprintf("the model provider refused the request (HTTP %d); details are in hearth's log", e.Status)
+	}
+	if errors.Is(e.Err, io.ErrUnexpectedEOF) || errors.Is(e.Err, syscall.ECONNRESET) {
+		return "the connection to the model provider broke mid-reply" + tried + " — try again"
 	}
 	if tried != "" {
 		return msgProviderError + " (" + tried[2:] + ")"

@@ -123,6 +123,8 @@ var samples = []struct {
 	{ipc.TypeJobList, &ipc.JobList{Ref: "j1", Jobs: []ipc.JobInfo{{Name: "daily", Schedule: "daily at 05:00", Enabled: true, LastKey: "daily:2026-11-25", Result: "ok", Applied: 1}, {Name: "broken", Error: "jobs/broken.yml: schedule"}}}},
 	{ipc.TypeJobRun, &ipc.JobRun{Ref: "j2", Name: "daily"}},
 	{ipc.TypeJobResult, &ipc.JobResult{Ref: "j2", Name: "daily", Key: "daily:2026-11-25", Applied: 1, Queued: 1}},
+	{ipc.TypeProviderCheck, &ipc.ProviderCheck{Ref: "p1"}},
+	{ipc.TypeProviderStatus, &ipc.ProviderStatus{Ref: "p1", Provider: "openai", Model: "m", LatencyMS: 80, Category: "rejected_key", Problem: "set OPENAI_API_KEY"}},
 	{ipc.TypeConversations, &ipc.Conversations{Ref: "l1"}},
 	{ipc.TypeConversationList, &ipc.ConversationList{Ref: "l1", Current: "main", Conversations: []ipc.ConversationInfo{
 		{ID: "trip-2026", Title: "Lisbon in May?", Created: ts1, LastActive: ts1, Turns: 4}, {ID: "main", Turns: 0}}}},
@@ -153,6 +155,7 @@ var allTypes = []string{
 	ipc.TypePairStart, ipc.TypePairCode, ipc.TypePair, ipc.TypePaired, ipc.TypeDevices, ipc.TypeDeviceList,
 	ipc.TypeDeviceRevoke, ipc.TypeDeviceRevoked, ipc.TypeWhoami, ipc.TypeIdentity,
 	ipc.TypeJobs, ipc.TypeJobList, ipc.TypeJobRun, ipc.TypeJobResult,
+	ipc.TypeProviderCheck, ipc.TypeProviderStatus,
 	ipc.TypeConversations, ipc.TypeConversationList, ipc.TypeNewConversation, ipc.TypeResume,
 }
 

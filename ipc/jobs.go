@@ -94,5 +94,5 @@ func newJobsMsg(typ string) Msg {
 	case TypeJobResult:
 		return new(JobResult)
 	}
-	return newConversationsMsg(typ)
+	return newProviderMsg(typ)
 }

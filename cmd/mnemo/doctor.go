@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -66,6 +67,9 @@ type doctorEnv struct {
 	// tls, when set, says which TLS certificate this client trusts for
 	// hearth ("" when it speaks plain TCP).
 	tls func() string
+	// provider, when set (doctor --provider), asks hearth to make one
+	// cheap call to its chat model.
+	provider func(ctx context.Context, token string) (*ipc.ProviderStatus, error)
 }
 
 // minFree is the free space under the memory root below which doctor
@@ -110,7 +114,14 @@ func doctor(ctx context.Context, env doctorEnv, w io.Writer) error {
 		}
 	}
 	if h != nil {
-		add(providerFinding(h))
+		if env.provider != nil {
+			pctx, cancel := context.WithTimeout(ctx, providerWait)
+			st, err := env.provider(pctx, tok)
+			cancel()
+			add(providerCheckFinding(st, err))
+		} else {
+			add(providerFinding(h))
+		}
 		add(recallFinding(h.Index))
 	}
 	if env.tls != nil {
@@ -171,6 +182,85 @@ func providerFinding(h *ipc.HealthReport) finding {
 		return finding{"model", false, "no model provider configured: hearth keeps history but cannot answer", "set a provider and its key (README: Configure a model), e.g. in hearth's environment file", false}
 	}
 	return finding{"model", true, fmt.Sprintf("%s %s (configured; not called)", h.Provider, h.Model), "", false}
+}
+
+// providerWait bounds doctor --provider's wait for hearth's answer; the
+// model's own timeouts and retries end the call in hearth first.
+const providerWait = 3 * time.Minute
+
+// providerCheckFinding explains hearth's answer to a provider check.
+func providerCheckFinding(st *ipc.ProviderStatus, err error) finding {
+	var e *ipc.Error
+	switch {
+	case errors.As(err, &e) && e.Code == ipc.CodeForbidden:
+		return finding{"model", false, "hearth refused the provider check: this client is not the owner", "run doctor --provider with hearth's own token (on hearth's machine)", false}
+	case errors.As(err, &e) && e.Code == ipc.CodeUnknownType:
+		return finding{"model", false, "this hearth cannot check its provider (it is older than this mnemo)", "install both from the same checkout (`make install`) and restart hearth", false}
+	case err != nil:
+		return finding{"model", false, "the provider check did not finish: " + err.Error(), "try again; hearth's log says what it was doing", false}
+	}
+	what := strings.TrimSpace(st.Provider + " " + st.Model)
+	if st.OK {
+		return finding{"model", true, fmt.Sprintf("%s answered in %d ms", what, st.LatencyMS), "", false}
+	}
+	// hearth's problem reads "what went wrong — what to do".
+	detail, fix, split := strings.Cut(st.Problem, " — ")
+	if !split {
+		fix = providerFixes[st.Category]
+	}
+	if what != "" {
+		detail = what + ": " + detail
+	}
+	return finding{"model", false, detail, fix, false}
+}
+
+// providerFixes are the fixes of the failures whose problem names none.
+var providerFixes = map[string]string{
+	"no_provider": "set a provider and its key (README: Configure a model), e.g. in hearth's environment file, then restart hearth",
+	"bad_request": "see hearth's log for the provider's answer; check MNEMO_MODEL (model.name)",
+	"other":       "see hearth's log",
+}
+
+// askProvider dials hearth and asks it to check its model provider.
+func askProvider(addr, client string) func(context.Context, string) (*ipc.ProviderStatus, error) {
+	return func(ctx context.Context, tok string) (*ipc.ProviderStatus, error) {
+		conn, err := ipc.Dial(ctx, addr, ipc.DialOptions{Token: tok, Client: client})
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		if err := conn.Send(&ipc.ProviderCheck{Ref: "doctor"}); err != nil {
+			return nil, err
+		}
+		for {
+			m, err := conn.Recv(ctx)
+			if err != nil {
+				return nil, err
+			}
+			switch m := m.(type) {
+			case *ipc.ProviderStatus:
+				return m, nil
+			case *ipc.Error:
+				if m.Ref == "doctor" || m.Code == ipc.CodeUnknownType {
+					return nil, m
+				}
+			}
+		}
+	}
+}
+
+// doctorFlags parses doctor's own flags: --provider.
+func doctorFlags(args []string) (provider bool, err error) {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&provider, "provider", false, "also make one cheap call to the model provider, through hearth")
+	if err := fs.Parse(args); err != nil {
+		return false, usagef("doctor: %v (doctor takes --provider)", err)
+	}
+	if fs.NArg() > 0 {
+		return false, usagef("doctor: unexpected %q (doctor takes --provider)", fs.Arg(0))
+	}
+	return provider, nil
 }
 
 func recallFinding(ix *ipc.IndexHealth) finding {
@@ -547,4 +637,13 @@ func tlsLine(addr string) string {
 		return host + ": no certificate pinned yet (the first connection pins it)"
 	}
 	return host + " pinned as " + fp + " (mnemo trust --forget " + host + " re-pins)"
+}
+
+// doctorProvider is doctor's provider check: askProvider when asked for,
+// else none.
+func doctorProvider(on bool, addr, client string) func(context.Context, string) (*ipc.ProviderStatus, error) {
+	if !on {
+		return nil
+	}
+	return askProvider(addr, client)
 }

@@ -266,3 +266,67 @@ func TestReachServer(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorProvider: with --provider, doctor reports hearth's check of
+// the model provider, each failure with its fix.
+func TestDoctorProvider(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   *ipc.ProviderStatus
+		err  error
+		want []string
+		fail bool
+	}{
+		{"answers", &ipc.ProviderStatus{OK: true, Provider: "openai", Model: "m", LatencyMS: 412}, nil,
+			[]string{"ok   model    openai m answered in 412 ms", "all good"}, false},
+		{"no key", &ipc.ProviderStatus{Category: "no_provider", Problem: "no model provider is configured: set XAI_API_KEY or ANTHROPIC_API_KEY"}, nil,
+			[]string{"FAIL model", "set XAI_API_KEY", "fix: set a provider and its key"}, true},
+		{"key refused", &ipc.ProviderStatus{Provider: "openai", Model: "m", Category: "rejected_key", Problem: "the model provider rejected the API key (HTTP 401) — set OPENAI_API_KEY to a valid key"}, nil,
+			[]string{"FAIL model    openai m: the model provider rejected the API key (HTTP 401)", "fix: set OPENAI_API_KEY to a valid key"}, true},
+		{"unreachable", &ipc.ProviderStatus{Provider: "openai", Model: "m", Category: "unreachable", Problem: "the model provider is unreachable (connection refused); tried 3 times — check OPENAI_BASE_URL (model.openai_base_url) and the network"}, nil,
+			[]string{"FAIL model", "unreachable (connection refused)", "fix: check OPENAI_BASE_URL"}, true},
+		{"model unknown", &ipc.ProviderStatus{Provider: "openai", Model: "nope", Category: "model_unknown", Problem: `the model provider does not know the model "nope" (HTTP 404) — set MNEMO_MODEL (model.name) to a model it serves`}, nil,
+			[]string{"FAIL model", `does not know the model "nope"`, "fix: set MNEMO_MODEL"}, true},
+		{"not the owner", nil, &ipc.Error{Code: ipc.CodeForbidden, Message: "only the owner may check the model provider", Ref: "doctor"},
+			[]string{"FAIL model", "not the owner", "fix: run doctor --provider with hearth's own token"}, true},
+		{"an older hearth", nil, &ipc.Error{Code: ipc.CodeUnknownType, Message: `unknown message type "provider_check"`},
+			[]string{"FAIL model", "older than this mnemo"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := healthyEnv(t)
+			e.provider = func(context.Context, string) (*ipc.ProviderStatus, error) { return tc.st, tc.err }
+			var out bytes.Buffer
+			err := doctor(t.Context(), e, &out)
+			if (err != nil) != tc.fail {
+				t.Errorf("doctor error %v, want failure %v\n%s", err, tc.fail, out.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+			if strings.Contains(out.String(), "not called") {
+				t.Errorf("with --provider doctor still says the provider was not called:\n%s", out.String())
+			}
+		})
+	}
+}
+
+func TestDoctorFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		provider bool
+		bad      bool
+	}{
+		{nil, false, false},
+		{[]string{"--provider"}, true, false},
+		{[]string{"-provider"}, true, false},
+		{[]string{"--nope"}, false, true},
+		{[]string{"extra"}, false, true},
+	} {
+		got, err := doctorFlags(tc.args)
+		if got != tc.provider || (err != nil) != tc.bad {
+			t.Errorf("doctorFlags(%q) = %v, %v; want %v, error %v", tc.args, got, err, tc.provider, tc.bad)
+		}
+	}
+}

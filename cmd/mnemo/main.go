@@ -71,7 +71,9 @@ commands:
                   gets a token of its own (tls://HOST:PORT for hearth -tls)
   devices [revoke ID]          list the paired devices, or revoke one
   trust [--forget HOST:PORT]   list or forget pinned hearth certificates
-  doctor          check the set-up, each problem with its fix (exit 1 if any)
+  doctor [--provider]          check the set-up, each problem with its fix
+                  (exit 1 if any); --provider also has hearth make one cheap
+                  call to the model provider (costs a few tokens; the owner)
   export FILE     write the memory root to one .tar.gz (--root DIR: that
                   root); tar and git read it; hearth may keep running
   import FILE     restore an export into a new, empty root (--root DIR)
@@ -213,6 +215,10 @@ func run() error {
 			return pairCmd(ctx, o.Addr, ipc.DialOptions{Client: o.Client}, args, os.Stdout)
 		}
 	case "doctor": // doctor.go
+		checkProvider, err := doctorFlags(args)
+		if err != nil {
+			return err
+		}
 		r, gw, cerr := doctorDefaults(*root)
 		if r == "" {
 			return cerr
@@ -226,7 +232,7 @@ func run() error {
 		return doctor(ctx, doctorEnv{clientVersion: version, token: tok, health: askHealth(o.Addr, o.Client),
 			root: r, gw: gw, free: statfsFree, now: time.Now, config: cerr,
 			reach: reachServer(&http.Client{}, os.Getenv), audio: doctorAudio(),
-			tls: func() string { return tlsLine(o.Addr) }}, os.Stdout)
+			tls: func() string { return tlsLine(o.Addr) }, provider: doctorProvider(checkProvider, o.Addr, o.Client)}, os.Stdout)
 	case "stop": // stop.go
 		if *localMode {
 			return usagef("stop asks a running hearth to stop; with --local there is none")

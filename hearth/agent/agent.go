@@ -272,7 +272,9 @@ func runCall(ctx context.Context, ts Tools, cfg Config, c Call, obs CallObserver
 	if timeout <= 0 {
 		timeout = cfg.ToolTimeout
 	}
-	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	// The cause lets the registry tell the model the call timed out
+	// (after timeout), not that it was cancelled.
+	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, &tools.DeadlineCause{After: timeout})
 	defer cancel()
 	start := time.Now()
 	r, err := ts.Call(callCtx, c.Name, c.Args)

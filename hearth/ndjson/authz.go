@@ -60,6 +60,7 @@ var needs = map[string]need{
 	ipc.TypeJobs:            {auth.ResVault, auth.ActRead},
 	ipc.TypeJobRun:          {auth.ResVault, auth.ActAdmin},
 	ipc.TypeShutdown:        {auth.ResAdmin, auth.ActAdmin},
+	ipc.TypeProviderCheck:   {auth.ResAdmin, auth.ActAdmin},
 	ipc.TypePairStart:       {auth.ResAdmin, auth.ActAdmin},
 	ipc.TypeDevices:         {auth.ResAdmin, auth.ActAdmin},
 	ipc.TypeDeviceRevoke:    {auth.ResAdmin, auth.ActAdmin},

@@ -32,6 +32,12 @@ const (
 	// stdioWaitDelay bounds waiting for a stdio server's stderr after it
 	// exits (a grandchild may keep it open).
 	stdioWaitDelay = 2 * time.Second
+	// stdioTerminate is how long closing a stdio session waits for the
+	// server to exit after its stdin closed, and again after SIGTERM,
+	// before SIGKILL: a server wedged in a call costs hearth's shutdown
+	// about twice this, well within its grace (the SDK's default, 5 s,
+	// made it 15 s for a server that ignores SIGTERM).
+	stdioTerminate = 2 * time.Second
 	// maxStderrLine bounds one logged line of a stdio server's stderr.
 	maxStderrLine = 1024
 )
@@ -229,7 +235,7 @@ func connectMCP(client *mcp.Client, base *http.Client, getenv func(string) strin
 			cmd.Stderr = &stderrLog{log: s.log, label: s.def.label, secrets: s.def.secrets}
 			cmd.WaitDelay = stdioWaitDelay
 			s.cmd = cmd
-			t = &mcp.CommandTransport{Command: cmd}
+			t = &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioTerminate}
 		}
 		cs, err := client.Connect(ctx, t, nil)
 		if err != nil {

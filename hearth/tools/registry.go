@@ -357,6 +357,9 @@ func (r *Registry) call(ctx context.Context, name string, args json.RawMessage) 
 	cancel()
 	if err != nil {
 		r.warnServer(p.def, "tools: MCP server unavailable for a call", err)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return errResult("%s: the tool server %q did not answer in time", name, p.def.label), source, nil
+		}
 		if ctx.Err() != nil {
 			return errResult("%s: the call was cancelled", name), source, nil
 		}
@@ -395,6 +398,7 @@ func (r *Registry) callMCP(ctx context.Context, p *pooled, tool *mcp.Tool, name 
 		}
 		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: tool.Name, Arguments: args})
 		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded)
+		after := timedOutAfter(cctx, r.callTimeout)
 		cancel()
 		if err == nil {
 			if res == nil {
@@ -412,13 +416,15 @@ func (r *Registry) callMCP(ctx context.Context, p *pooled, tool *mcp.Tool, name 
 		r.warnServer(p.def, "tools: MCP call failed", err)
 		var rpcErr *jsonrpc.Error
 		switch {
+		case timedOut:
+			// The registry's timeout or the caller's deadline (the
+			// agent's tool timeout), whichever came first. The SDK tells
+			// the server the request was cancelled, and the session
+			// stays, unless the server no longer answers.
+			r.checkAlive(context.WithoutCancel(ctx), s, cs)
+			return errResult("%s: timed out after %s", name, after)
 		case ctx.Err() != nil:
 			return errResult("%s: the call was cancelled", name)
-		case timedOut:
-			// The SDK tells the server the request was cancelled, and
-			// the session stays, unless the server no longer answers.
-			r.checkAlive(ctx, s, cs)
-			return errResult("%s: timed out after %s", name, r.callTimeout)
 		case s.tooBig.Load():
 			s.evict(cs)
 			return errResult("%s: the reply was larger than %s and was discarded", name, byteSize(int(r.maxWire)))
@@ -448,10 +454,10 @@ func (r *Registry) checkAlive(ctx context.Context, s *server, cs *mcp.ClientSess
 // out, or (format) otherwise.
 func (r *Registry) failure(ctx, cctx context.Context, name string, def serverDef, format string, a ...any) Result {
 	switch {
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		return errResult("%s: timed out after %s", name, timedOutAfter(cctx, r.callTimeout))
 	case ctx.Err() != nil:
 		return errResult("%s: the call was cancelled", name)
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		return errResult("%s: timed out after %s", name, r.callTimeout)
 	case format == "":
 		return errResult("%s failed: the tool server %q did not answer", name, def.label)
 	}
@@ -475,10 +481,10 @@ func (r *Registry) runBuiltin(ctx context.Context, b Builtin, args json.RawMessa
 	switch {
 	case err == nil:
 		return res
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		return errResult("%s: timed out after %s", b.Spec.Name, timedOutAfter(cctx, timeout))
 	case ctx.Err() != nil:
 		return errResult("%s: the call was cancelled", b.Spec.Name)
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		return errResult("%s: timed out after %s", b.Spec.Name, timeout)
 	}
 	r.log.Warn("tools: built-in failed", "tool", b.Spec.Name, "error", err)
 	return errResult("%s failed: %s", b.Spec.Name, cut(err.Error(), maxErrorText))
@@ -567,3 +573,23 @@ func bound(text string, max int) string {
 
 // cut shortens s to at most n bytes, marked with "…".
 func cut(s string, n int) string { return memory.Shorten(s, n) }
+
+// DeadlineCause is the cause a caller that bounds a tool call gives its
+// context (context.WithTimeoutCause), as the agent does with its tool
+// timeout: a call that runs out of the caller's time is then told as a
+// timeout of that length, not as a cancellation.
+type DeadlineCause struct{ After time.Duration }
+
+func (e *DeadlineCause) Error() string {
+	return fmt.Sprintf("the tool call timed out after %s", e.After)
+}
+
+// timedOutAfter is how long a call that timed out had: the caller's
+// bound when its deadline ended it (see DeadlineCause), else own.
+func timedOutAfter(cctx context.Context, own time.Duration) time.Duration {
+	var dc *DeadlineCause
+	if errors.As(context.Cause(cctx), &dc) {
+		return dc.After
+	}
+	return own
+}

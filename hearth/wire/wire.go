@@ -285,6 +285,8 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.reply(s.health(m.Ref))
 	case *ipc.Shutdown:
 		s.shutdown(m)
+	case *ipc.ProviderCheck:
+		s.providerCheck(m)
 	case *ipc.Disconnect:
 		return false
 	case *ipc.Connect:

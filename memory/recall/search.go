@@ -319,7 +319,8 @@ func (s *Searcher) rerank(ctx context.Context, query string, cands []*cand, o Se
 
 // Search returns up to q.K hits, best first. In hybrid mode an embedder or
 // vector failure degrades to lexical results with a warning rather than
-// failing the search.
+// failing the search; so does an embedder that has not answered in half
+// the time left to ctx's deadline (see EmbedQuery).
 func (s *Searcher) Search(ctx context.Context, q Query) ([]Hit, error) {
 	o := s.Opts.resolved()
 	log := s.Log
@@ -515,10 +516,20 @@ func (s *Searcher) Search(ctx context.Context, q Query) ([]Hit, error) {
 }
 
 // EmbedQuery embeds a query's text as Search does, for a caller that
-// passes it as Query.Vector to several searches.
+// passes it as Query.Vector to several searches. Under a deadline it
+// waits at most half the time left, so that a search still has time to
+// answer lexically when the embedder hangs.
 func (s *Searcher) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
 	if s.Embedder == nil {
 		return nil, ErrNoEmbedder
+	}
+	// A hung or slow embedder may take at most half of what is left of
+	// the search's time: the lexical half of a hybrid search still has the
+	// rest to answer in.
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+		defer cancel()
 	}
 	vecs, err := s.Embedder.Embed(ctx, []string{text})
 	if err == nil && len(vecs) != 1 {

@@ -292,19 +292,32 @@ func (m *Memory) acquire() (*system, func()) {
 
 // Search returns the req.K best hits for req.Query among the records that
 // pass req's filters: by hybrid recall once it is open, by keywords over
-// the journal until then, with the same filters and provenance. Its
-// errors for a request that fails Validate are safe to show.
+// the journal until then, with the same filters and provenance. When
+// recall fails, or has not answered in half the time left to ctx's
+// deadline (an index that hangs), the keywords answer. Its errors for a
+// request that fails Validate are safe to show.
 func (m *Memory) Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
 	if rs, release := m.acquire(); rs != nil {
 		defer release()
-		hits, err := rs.search(ctx, req)
+		// Under a deadline the index gets half the time left, so that
+		// one that hangs (Qdrant stalled) leaves the keywords the rest.
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if deadline, ok := ctx.Deadline(); ok {
+			rctx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+		}
+		hits, err := rs.search(rctx, req)
+		cancel()
 		if err == nil {
 			m.recallSearches.Add(1)
+			return hits, nil
 		}
-		return hits, err
+		if ctx.Err() != nil || m.o.Journal == nil {
+			return nil, err
+		}
+		m.o.Log.Warn("recall search failed; answering by keywords over the journal", "err", err)
 	}
 	if m.o.Journal == nil {
 		return nil, errors.New("memory search: no journal")
