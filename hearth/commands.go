@@ -2,6 +2,7 @@ package hearth
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -22,18 +23,24 @@ func (h *Hearth) Send(ref, content string) error {
 // SendAs is Send for a sender whose identity ctx carries (auth.WithIdentity):
 // the turn's tools see it in their ctx. Without one it is Send.
 func (h *Hearth) SendAs(ctx context.Context, ref, content string) error {
-	if id, ok := auth.From(ctx); ok {
-		return h.send(&id, ref, content)
-	}
-	return h.send(nil, ref, content)
+	return h.SendTo(ctx, MainConversation, ref, content)
+}
+
+// SendTo is SendAs into conversation conv ("": main); an unknown one is
+// a *Problem with CodeConversationNotFound.
+func (h *Hearth) SendTo(ctx context.Context, conv, ref, content string) error {
+	return h.SendWith(ctx, ref, content, SendOptions{Conversation: conv})
 }
 
 func (h *Hearth) send(id *auth.Identity, ref, content string) error {
 	return h.sendWith(id, ref, content, SendOptions{})
 }
 
-// SendOptions are settings of one turn, for that turn only.
+// SendOptions are settings of one message, for its turn only.
 type SendOptions struct {
+	// Conversation is the conversation it goes to; "": main. An unknown
+	// one is a *Problem with CodeConversationNotFound.
+	Conversation string
 	// Model, when set, answers this turn instead of the Models' choice
 	// (an HTTP client naming a model). The conversation's model, as
 	// every client sees it and as later turns resolve it, stays.
@@ -52,7 +59,22 @@ func (h *Hearth) sendWith(id *auth.Identity, ref, content string, o SendOptions)
 	if strings.TrimSpace(content) == "" {
 		return &Problem{Code: CodeBadRequest, Message: "message content is empty", Ref: ref}
 	}
-	return h.enqueue(h.conv, turnReq{ref: ref, id: id, model: o.Model, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
+	conv := o.Conversation
+	if conv == "" {
+		conv = MainConversation
+	}
+	for {
+		c, err := h.open(conv)
+		if err != nil {
+			err.(*Problem).Ref = ref
+			return err
+		}
+		err = h.enqueue(c, turnReq{ref: ref, id: id, model: o.Model, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
+		if !errors.Is(err, errUnloaded) {
+			return err
+		}
+		// It went idle between open and enqueue: open it again.
+	}
 }
 
 // AddTranscript queues a finished voice turn (role user or agent); it is
@@ -84,13 +106,16 @@ func (h *Hearth) addTranscript(ref, role, text string, incomplete bool) error {
 func (h *Hearth) enqueue(c *conversation, req turnReq) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if c.unloaded {
+		return errUnloaded
+	}
 	if c.closed {
 		return &Problem{Code: CodeShuttingDown, Message: "hearth is shutting down; the message was not stored", Ref: req.ref}
 	}
 	select {
 	case c.turns <- req:
-		if c.asked++; c.asked == 1 {
-			c.settled = make(chan struct{})
+		if h.asked++; h.asked == 1 {
+			h.settled = make(chan struct{})
 		}
 		return nil
 	default:
@@ -101,26 +126,37 @@ func (h *Hearth) enqueue(c *conversation, req turnReq) error {
 // Cancel stops the reply in flight; its text so far is stored, marked
 // incomplete.
 func (h *Hearth) Cancel(ref string) error {
+	return h.CancelIn(MainConversation, ref)
+}
+
+// CancelIn is Cancel in conversation conv ("": main).
+func (h *Hearth) CancelIn(conv, ref string) error {
+	if conv == "" {
+		conv = MainConversation
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.conv.cancelTurn == nil {
+	c := h.convs[conv]
+	if c == nil || c.cancelTurn == nil {
 		return &Problem{Code: CodeBadRequest, Message: "there is no reply in flight to cancel", Ref: ref}
 	}
-	h.conv.cancelTurn(errCancelled)
+	c.cancelTurn(errCancelled)
 	return nil
 }
 
-// Confirm answers a ConfirmAsked; the first answer wins.
+// Confirm answers a ConfirmAsked of any conversation; the first answer
+// wins.
 func (h *Hearth) Confirm(id string, approve bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ch, ok := h.conv.confirms[id]
-	if !ok {
-		return &Problem{Code: CodeBadRequest, Message: "no confirmation is waiting under that id (it may have expired)"}
+	for _, c := range h.convs {
+		if ch, ok := c.confirms[id]; ok {
+			delete(c.confirms, id)
+			ch <- approve
+			return nil
+		}
 	}
-	delete(h.conv.confirms, id)
-	ch <- approve
-	return nil
+	return &Problem{Code: CodeBadRequest, Message: "no confirmation is waiting under that id (it may have expired)"}
 }
 
 // Search limits.
@@ -152,10 +188,15 @@ func (h *Hearth) Search(ctx context.Context, req memory.SearchRequest) ([]memory
 }
 
 // Keep stores a memory the agent chose to keep (the cache_store tool): a
-// tool record, committed, indexed and published like every other.
+// tool record, committed, indexed and published like every other, in the
+// conversation of the turn that kept it (ConversationFrom).
 func (h *Hearth) Keep(ctx context.Context, label, content string) (string, error) {
 	rec := journal.Record{Role: memory.RoleTool, Text: content, Mode: memory.ModeText, Tool: &journal.ToolResult{Name: "cache_store", Reason: label}}
-	stored, err := h.commit(ctx, h.conv, rec, func(r journal.Record) Event { return &TurnStored{Record: r} })
+	c, err := h.open(ConversationFrom(ctx))
+	if err != nil {
+		return "", err
+	}
+	stored, err := h.commit(ctx, c, rec, func(r journal.Record) Event { return &TurnStored{Record: r} })
 	if err != nil {
 		return "", err
 	}
@@ -169,6 +210,9 @@ type Health struct {
 	Provider, Model string
 	// Dropped counts subscribers cut off for falling behind.
 	Dropped int
+	// Conversations counts the conversations loaded: main, and those
+	// with a turn queued or in flight or a subscriber.
+	Conversations int
 	// Index is recall's progress; nil while it first opens or when off.
 	Index *memory.IndexHealth
 	// Vault is the vault's commit state; nil without a vault.
@@ -181,7 +225,7 @@ type Health struct {
 // Health reports the agent's state, the subscribers and recall.
 func (h *Hearth) Health() Health {
 	h.mu.Lock()
-	r := Health{State: h.conv.state, Subscribers: len(h.subs), Dropped: h.dropped, At: time.Now()}
+	r := Health{State: h.conv.state, Subscribers: len(h.subs), Dropped: h.dropped, Conversations: len(h.convs), At: time.Now()}
 	if m := h.conv.current; m != nil {
 		r.Provider, r.Model = m.Name(), m.Model()
 	}

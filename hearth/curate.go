@@ -352,7 +352,10 @@ func (h *Hearth) curatePending(ctx context.Context) error {
 func (h *Hearth) curatorContext(turn []journal.Record) []journal.Record {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	recent := h.conv.recent
+	var recent []journal.Record
+	if c := h.convs[convOf(turn[0])]; c != nil {
+		recent = c.recent
+	}
 	for i, r := range recent {
 		if r.ID == turn[0].ID {
 			return append([]journal.Record(nil), recent[max(0, i-h.curator.cfg.Context):i]...)
@@ -423,7 +426,7 @@ func (h *Hearth) curateTurn(ctx context.Context, turn []journal.Record) error {
 		extraction = curator.ExtractionOf(a)
 		system, schema = curator.SystemPrompt(system, a), curator.SchemaWith(extraction)
 	}
-	resp, usage, err := h.curatorAsk(ctx, system, curator.Message(h.conv.id, shown, len(before)),
+	resp, usage, err := h.curatorAsk(ctx, system, curator.Message(convOf(turn[0]), shown, len(before)),
 		&llm.OutputSchema{Name: curator.SchemaName, Schema: schema, Strict: true})
 	if err != nil {
 		return fmt.Errorf("curator model: %w", err)
@@ -432,7 +435,7 @@ func (h *Hearth) curateTurn(ctx context.Context, turn []journal.Record) error {
 	for _, r := range turn {
 		done.Turn = append(done.Turn, r.ID)
 	}
-	res, err := curator.Decode([]byte(resp.Text), curator.Input{Thread: h.conv.id, Records: shown, Read: h.cfg.Vault.Read, Extraction: extraction})
+	res, err := curator.Decode([]byte(resp.Text), curator.Input{Thread: convOf(turn[0]), Records: shown, Read: h.cfg.Vault.Read, Extraction: extraction})
 	if err != nil {
 		h.log.Warn("curator: reply rejected", "turn", turn[0].ID, "why", err)
 		done.Invalid = err.Error()

@@ -116,7 +116,9 @@ func firstUnflushed(recent []journal.Record, cursor string) int {
 func (h *Hearth) windowLocked(c *conversation, b ContextBudget) ([]journal.Record, string) {
 	allow := b.Allowance()
 	cs := h.curator
-	if cs == nil || cs.cfg.FlushAt < 0 {
+	if cs == nil || cs.cfg.FlushAt < 0 || c != h.conv {
+		// The flush keeps one cursor, main's (see DESIGN.md
+		// "Conversations"): another conversation's window is plain.
 		return contextWindow(c.recent, h.cfg.ContextTurns, allow.Recent), ""
 	}
 	cs.mu.Lock()

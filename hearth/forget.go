@@ -139,7 +139,16 @@ func (h *Hearth) forget(ctx context.Context, c *conversation, ids []string, by s
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c.forgetLocked(tomb.Forgets)
+	// A forget is no conversation's: every conversation drops what it
+	// holds of the records, and a title made from one is cleared.
+	_ = c // every conversation, not only the one asked from
+	for _, conv := range h.convs {
+		if slices.ContainsFunc(conv.recent, func(r journal.Record) bool { return slices.Contains(tomb.Forgets, r.ID) }) {
+			conv.forgetLocked(tomb.Forgets)
+		}
+	}
+	h.noteLocked(tomb)
+	h.registryDirtyLocked()
 	h.publishLocked(&Forgotten{IDs: tomb.Forgets, By: by})
 	h.log.Info("forgot turns", "count", len(tomb.Forgets), "by", by)
 	return nil

@@ -35,6 +35,9 @@ type Model interface {
 type Journal interface {
 	Append(ctx context.Context, rec journal.Record) (journal.Record, error)
 	Tail(n int) ([]journal.Record, error)
+	// TailOf is Tail of one conversation (conv "": main), reading from
+	// the day of its first record on (see journal.TailOf).
+	TailOf(conv string, n int, first string) ([]journal.Record, error)
 	// ScanAfter calls fn for every record after id ("": all), oldest
 	// first, until fn returns an error (see History).
 	ScanAfter(ctx context.Context, id string, fn func(journal.Record) error) error
@@ -124,6 +127,10 @@ type Config struct {
 	ShutdownGrace  time.Duration // how long a turn in flight may finish on shutdown; default 10s
 	Version        string        // reported in snapshots
 	Log            *slog.Logger
+	// ConversationsFile is where the conversations' registry is cached
+	// (see DESIGN.md "Conversations"); "": it is rebuilt from the whole
+	// journal at every start.
+	ConversationsFile string
 }
 
 func (c *Config) setDefaults() {
@@ -156,16 +163,30 @@ func (c *Config) setDefaults() {
 	}
 }
 
-// MainConversation names the conversation every client shares.
+// MainConversation names the conversation every client shares: the one a
+// client is on unless it names another.
 const MainConversation = "main"
 
-// Hearth is the state owner: the conversation, its subscribers and the
+// Hearth is the state owner: the conversations, their subscribers and the
 // one commit path to the journal.
 type Hearth struct {
 	cfg     Config
 	log     *slog.Logger
 	nextSub atomic.Uint64
-	conv    *conversation
+	// conv is main, the conversation voice, the curator's flush and
+	// Health follow; convs holds it and every other conversation loaded
+	// (guarded by mu), reg every conversation known (see conversations.go).
+	conv  *conversation
+	convs map[string]*conversation
+	reg   *registry
+	// run is set when Run starts (guarded by mu): conversations loaded
+	// from then on start their turn worker at once.
+	run *runState
+	// asked counts the requests of every conversation queued or in
+	// flight; settled is closed when it drops to zero (nil while it is
+	// zero). See Settled. Guarded by mu.
+	asked   int
+	settled chan struct{}
 	// commitMu orders commits, so that subscribers see records in the
 	// order the journal holds them.
 	commitMu sync.Mutex
@@ -205,10 +226,9 @@ type conversation struct {
 	confirms map[string]chan bool
 	// current is the model of the latest turn, reported in snapshots.
 	current Model
-	// asked counts the requests queued or in flight; settled is closed
-	// when it drops to zero (nil while it is zero). See Settled.
-	asked   int
-	settled chan struct{}
+	// started: its turn worker runs (see startWorkerLocked); unloaded:
+	// it went idle and left Hearth.convs (see unloadIfIdle).
+	started, unloaded bool
 	// voice is the mode-switch state cross-modal injection keeps.
 	voice modeState
 	// voiceCalls are the call ids of the voice tool calls running.
@@ -227,6 +247,9 @@ type turnReq struct {
 	// mark, when set, is no turn: it primes the voice→text injection
 	// once what was queued before it is stored (see StopVoice).
 	mark *modeMark
+	// poke is no turn either: its last follower left, so the worker
+	// unloads the conversation if it is idle (see unloadIfIdle).
+	poke bool
 }
 
 // New returns a Hearth over cfg, with the recent records read from the
@@ -239,26 +262,25 @@ func New(cfg Config) (*Hearth, error) {
 	if err := cfg.Budget.Validate(); err != nil {
 		return nil, fmt.Errorf("hearth: %w", err)
 	}
-	keep := max(cfg.HistoryTurns, cfg.ContextTurns)
-	recent, err := cfg.Journal.Tail(keep)
-	if err != nil {
-		return nil, fmt.Errorf("hearth: read journal: %w", err)
-	}
 	h := &Hearth{
 		cfg:    cfg,
 		log:    cfg.Log,
 		subs:   make(map[*Subscription]struct{}),
 		keeper: vaultKeeper{wake: make(chan struct{}, 1)},
-		conv: &conversation{
-			id:       MainConversation,
-			keep:     keep,
-			turns:    make(chan turnReq, cfg.TurnQueue),
-			recent:   recent,
-			state:    StateIdle,
-			confirms: make(map[string]chan bool),
-			voice:    initialMode(recent),
-		},
+		convs:  make(map[string]*conversation),
 	}
+	if err := h.loadRegistry(context.Background()); err != nil {
+		return nil, fmt.Errorf("hearth: read journal: %w", err)
+	}
+	// main's tail is not bounded by its first record: a journal older
+	// than conversations, or edited by hand, may hold records whose ids
+	// do not match their shard's day (see firstBound).
+	recent, err := cfg.Journal.TailOf("", h.keep(), "")
+	if err != nil {
+		return nil, fmt.Errorf("hearth: read journal: %w", err)
+	}
+	h.conv = h.newConversation(MainConversation, recent)
+	h.convs[MainConversation] = h.conv
 	if cfg.Models != nil {
 		h.conv.current, _ = cfg.Models.Resolve()
 	}
@@ -301,10 +323,22 @@ func (h *Hearth) Run(ctx context.Context) error {
 	catalogDone := h.startCatalog(ctx)
 	curatorDone := h.startCurator(ctx)
 	jobsDone := h.startJobs(ctx)
-	h.converse(ctx, turnCtx, h.conv)
+	registryDone := h.startRegistry()
+	h.mu.Lock()
+	h.run = &runState{ctx: ctx, turnCtx: turnCtx}
+	for _, c := range h.convs {
+		h.startWorkerLocked(c)
+	}
+	h.mu.Unlock()
+	<-ctx.Done()
+	h.mu.Lock()
+	h.run.stopped = true // no worker starts from now on
+	h.mu.Unlock()
+	h.run.workers.Wait()
 	catalogDone()
 	curatorDone()
 	jobsDone()
+	registryDone()
 	h.log.Info("shutting down")
 
 	h.mu.Lock()
@@ -327,6 +361,12 @@ func (h *Hearth) converse(ctx, turnCtx context.Context, c *conversation) {
 			h.drain(turnCtx, c)
 			return
 		case req := <-c.turns:
+			if req.poke {
+				if h.unloadIfIdle(c) {
+					return
+				}
+				continue
+			}
 			if req.mark != nil {
 				h.prime(c, req.mark)
 				h.answered(c)
@@ -340,7 +380,11 @@ func (h *Hearth) converse(ctx, turnCtx context.Context, c *conversation) {
 			} else {
 				h.handleTurn(turnCtx, c, req, sess)
 			}
+			gone := h.unloadIfIdle(c)
 			h.answered(c)
+			if gone {
+				return
+			}
 		}
 	}
 }
@@ -354,6 +398,9 @@ func (h *Hearth) drain(ctx context.Context, c *conversation) {
 	for {
 		select {
 		case req := <-c.turns:
+			if req.poke {
+				continue
+			}
 			if req.mark == nil {
 				h.store(ctx, c, req)
 			}
@@ -364,6 +411,13 @@ func (h *Hearth) drain(ctx context.Context, c *conversation) {
 	}
 }
 
+// runState is what Run gives the turn workers it starts.
+type runState struct {
+	ctx, turnCtx context.Context
+	workers      sync.WaitGroup
+	stopped      bool // ctx ended: no worker starts (guarded by Hearth.mu)
+}
+
 // commit is the one journal writer: it appends rec (fsync'd before it
 // returns), tells memory once, keeps the record among c's recent ones and
 // publishes exactly one event for it, made by ev, followed by then (events
@@ -372,6 +426,7 @@ func (h *Hearth) drain(ctx context.Context, c *conversation) {
 func (h *Hearth) commit(ctx context.Context, c *conversation, rec journal.Record, ev func(journal.Record) Event, then ...Event) (journal.Record, error) {
 	h.commitMu.Lock()
 	defer h.commitMu.Unlock()
+	rec.Conv = convField(c.id)
 	stored, err := h.cfg.Journal.Append(ctx, rec)
 	if err != nil {
 		h.log.Error("journal append failed", "err", err)
@@ -384,9 +439,11 @@ func (h *Hearth) commit(ctx context.Context, c *conversation, rec journal.Record
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c.rememberLocked(stored)
-	h.publishLocked(ev(stored))
+	h.noteLocked(stored)
+	h.registryDirtyLocked()
+	h.publishToLocked(c.id, ev(stored))
 	for _, e := range then {
-		h.publishLocked(e)
+		h.publishToLocked(c.id, e)
 	}
 	if stored.Role == memory.RoleAgent && len(stored.ToolCalls) == 0 {
 		h.curateSoon() // a turn is complete, text or voice: never blocks
@@ -399,7 +456,7 @@ func (h *Hearth) commit(ctx context.Context, c *conversation, rec journal.Record
 func (h *Hearth) store(ctx context.Context, c *conversation, req turnReq) (journal.Record, bool) {
 	rec, err := h.commit(ctx, c, req.rec, func(r journal.Record) Event { return &TurnStored{Record: r, Ref: req.ref} })
 	if err != nil {
-		h.publish(&Problem{Code: CodeInternal, Message: "hearth could not store the message; it was not sent", Ref: req.ref})
+		h.publishTo(c.id, &Problem{Code: CodeInternal, Message: "hearth could not store the message; it was not sent", Ref: req.ref})
 		return rec, false
 	}
 	return rec, true
@@ -417,12 +474,11 @@ func (h *Hearth) setState(c *conversation, s, detail string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c.state, c.detail = s, detail
-	h.publishLocked(&StateChanged{State: s, Detail: detail})
+	h.publishToLocked(c.id, &StateChanged{State: s, Detail: detail})
 }
 
-// snapshotLocked is the conversation as a new subscriber starts from.
-func (h *Hearth) snapshotLocked() *Snapshot {
-	c := h.conv
+// snapshotLocked is conversation c as a new subscriber starts from.
+func (h *Hearth) snapshotLocked(c *conversation) *Snapshot {
 	turns := c.recent[max(0, len(c.recent)-h.cfg.HistoryTurns):]
 	snap := &Snapshot{
 		Conversation: c.id,
@@ -442,7 +498,7 @@ func (h *Hearth) snapshotLocked() *Snapshot {
 // features is what this core offers, listed in every snapshot so that
 // clients decide from it instead of guessing (DESIGN.md documents each).
 func (h *Hearth) features() []string {
-	f := []string{"cancel", "confirm", "forget", "health", "history_query"}
+	f := []string{"cancel", "confirm", "conversations", "forget", "health", "history_query"}
 	if h.cfg.Memory != nil {
 		f = append(f, "search", "search_filters")
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/mnemo/mnemo/memory/journal"
 )
 
@@ -15,6 +17,9 @@ type HistoryQuery struct {
 	Limit int
 	After string
 	Since time.Time
+	// Conversation is the conversation read ("": main); an unknown one is
+	// a *Problem with CodeConversationNotFound.
+	Conversation string
 }
 
 // HistoryPage is the oldest part of a selection, oldest first. More says
@@ -38,7 +43,15 @@ func (h *Hearth) History(ctx context.Context, q HistoryQuery) (HistoryPage, erro
 	if q.Limit < 0 {
 		return HistoryPage{}, &Problem{Code: CodeBadRequest, Message: "history: limit must not be negative"}
 	}
-	page, err := h.history(ctx, q)
+	info, err := h.Conversation(q.Conversation)
+	if err != nil {
+		return HistoryPage{}, err
+	}
+	if info.First == "" {
+		return HistoryPage{}, nil // nothing said yet
+	}
+	q.Conversation = info.ID
+	page, err := h.history(ctx, q, firstBound(info.ID, info.First))
 	if err != nil {
 		if ctx.Err() != nil {
 			return HistoryPage{}, ctx.Err()
@@ -49,14 +62,21 @@ func (h *Hearth) History(ctx context.Context, q HistoryQuery) (HistoryPage, erro
 	return page, nil
 }
 
-func (h *Hearth) history(ctx context.Context, q HistoryQuery) (HistoryPage, error) {
+func (h *Hearth) history(ctx context.Context, q HistoryQuery, first string) (HistoryPage, error) {
 	// The journal's scan is its live view plus the tombstones and the
 	// decisions, which are not turns.
-	match := func(r journal.Record) bool { return r.IsTurn() && !r.TS.Before(q.Since) }
+	conv := convField(q.Conversation)
+	match := func(r journal.Record) bool { return r.IsTurn() && r.Conv == conv && !r.TS.Before(q.Since) }
 	if q.After == "" && q.Since.IsZero() && q.Limit > 0 && q.Limit <= MaxHistoryPage {
-		// The common case, `mnemo history -n N`: read back from the end.
-		recs, err := h.cfg.Journal.Tail(q.Limit)
+		// The common case, `mnemo history -n N`: read back from the end,
+		// down to the conversation's first day at most.
+		recs, err := h.cfg.Journal.TailOf(conv, q.Limit, first)
 		return HistoryPage{Records: recs}, err
+	}
+	if q.After == "" && first != "" {
+		// Scan from the conversation's first record's day on, not the
+		// whole journal.
+		q.After = before(first)
 	}
 	// Skip the part of the selection before the newest Limit: count it
 	// first (bounded memory, whatever the journal's size).
@@ -92,4 +112,18 @@ func (h *Hearth) history(ctx context.Context, q HistoryQuery) (HistoryPage, erro
 		return HistoryPage{}, err
 	}
 	return page, nil
+}
+
+// before is an id that sorts just before id: its time less a millisecond
+// (ScanAfter reads from that day on), or "" when id is no ULID.
+func before(id string) string {
+	u, err := ulid.ParseStrict(id)
+	if err != nil || u.Time() == 0 {
+		return ""
+	}
+	var b ulid.ULID
+	if err := b.SetTime(u.Time() - 1); err != nil {
+		return ""
+	}
+	return b.String()
 }

@@ -3,12 +3,12 @@ package hearth
 import "context"
 
 // Settled returns when every message and transcript accepted before the
-// call has been handled and its events published, or when ctx ends. A
+// call, in any conversation, has been handled and its events published, or when ctx ends. A
 // door uses it to finish a client that has said all it will say (a
 // half-closed connection) without cutting off the answers it asked for.
 func (h *Hearth) Settled(ctx context.Context) error {
 	h.mu.Lock()
-	ch := h.conv.settled
+	ch := h.settled
 	h.mu.Unlock()
 	if ch == nil {
 		return nil
@@ -22,11 +22,11 @@ func (h *Hearth) Settled(ctx context.Context) error {
 }
 
 // answered counts one request of c's as handled: its events are published.
-func (h *Hearth) answered(c *conversation) {
+func (h *Hearth) answered(*conversation) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if c.asked--; c.asked == 0 {
-		close(c.settled)
-		c.settled = nil
+	if h.asked--; h.asked == 0 {
+		close(h.settled)
+		h.settled = nil
 	}
 }

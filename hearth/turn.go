@@ -131,7 +131,7 @@ func (h *Hearth) handleTurn(ctx context.Context, c *conversation, req turnReq, s
 	if model == nil {
 		m, err := h.model()
 		if err != nil {
-			h.publish(&Problem{Code: CodeNoProvider, Message: err.Error(), Ref: req.ref})
+			h.publishTo(c.id, &Problem{Code: CodeNoProvider, Message: err.Error(), Ref: req.ref})
 			return
 		}
 		model = m
@@ -142,6 +142,7 @@ func (h *Hearth) handleTurn(ctx context.Context, c *conversation, req turnReq, s
 	if req.id != nil {
 		ctx = auth.WithIdentity(ctx, *req.id)
 	}
+	ctx = context.WithValue(ctx, conversationKey{}, c.id)
 	h.reply(ctx, c, model, req.ref, sess)
 }
 
@@ -233,7 +234,7 @@ func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref st
 		h.log.Error("turn failed", "provider", model.Name(), "err", err)
 	}
 	if err != nil && text == "" {
-		h.publish(turnError(ref, err))
+		h.publishTo(c.id, turnError(ref, err))
 		return
 	}
 	rec := journal.Record{
@@ -260,7 +261,7 @@ func (h *Hearth) reply(ctx context.Context, c *conversation, model Model, ref st
 		"ms", time.Since(start).Milliseconds(), "input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
 		"incomplete", rec.Incomplete)
 	if cerr != nil {
-		h.publish(&Problem{Code: CodeInternal, Message: "hearth could not store the reply", Ref: ref})
+		h.publishTo(c.id, &Problem{Code: CodeInternal, Message: "hearth could not store the reply", Ref: ref})
 	}
 }
 
@@ -415,8 +416,8 @@ func (o *turnObserver) ToolStart(c agent.Call) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	o.c.state, o.c.detail = StateTool, c.Name
-	h.publishLocked(&StateChanged{State: StateTool, Detail: c.Name})
-	h.publishLocked(&ToolStarted{ID: c.ID, Name: c.Name, Args: tools.Redact(c.Args), Reason: c.Reason})
+	h.publishToLocked(o.c.id, &StateChanged{State: StateTool, Detail: c.Name})
+	h.publishToLocked(o.c.id, &ToolStarted{ID: c.ID, Name: c.Name, Args: tools.Redact(c.Args), Reason: c.Reason})
 }
 
 // ToolDone commits the outcome (what the model was told).
@@ -450,7 +451,7 @@ func (o *turnObserver) Confirm(ctx context.Context, c agent.Call) (bool, error) 
 	expires := time.Now().Add(h.cfg.ConfirmTimeout)
 	h.mu.Lock()
 	o.c.confirms[c.ID] = answer
-	h.publishLocked(&ConfirmAsked{
+	h.publishToLocked(o.c.id, &ConfirmAsked{
 		ID: c.ID, Name: c.Name, Args: tools.Redact(c.Args), Reason: c.Reason,
 		Effect: string(c.Spec.Effect), ExpiresAt: expires,
 	})
@@ -481,10 +482,10 @@ func (h *Hearth) streamToken(c *conversation, s string) {
 	if c.detail != "" && c.state == StateThinking {
 		// The reply is coming after all: the retry it waited on is over.
 		c.detail = ""
-		h.publishLocked(&StateChanged{State: StateThinking})
+		h.publishToLocked(c.id, &StateChanged{State: StateThinking})
 	}
 	c.pending.WriteString(s)
-	h.publishLocked(&Token{Text: s})
+	h.publishToLocked(c.id, &Token{Text: s})
 }
 
 // memories is the injected block of relevant older turns and tool results

@@ -428,9 +428,18 @@ func (h *Hearth) waitingLocked() int {
 // conversation's latest owner turn, as a vault source (zero when there is
 // none).
 func (h *Hearth) CurrentSource() vault.Source {
+	return h.CurrentSourceIn(context.Background())
+}
+
+// CurrentSourceIn is CurrentSource in the conversation of the turn whose
+// tool ctx is (ConversationFrom).
+func (h *Hearth) CurrentSourceIn(ctx context.Context) vault.Source {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c := h.conv
+	c := h.convs[ConversationFrom(ctx)]
+	if c == nil {
+		return vault.Source{}
+	}
 	for i := len(c.recent) - 1; i >= 0; i-- {
 		if c.recent[i].Role == memory.RoleUser {
 			return vault.Source{Thread: c.id, Turn: c.recent[i].ID}

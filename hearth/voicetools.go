@@ -130,5 +130,5 @@ func (o *voiceObserver) Confirm(ctx context.Context, c agent.Call) (bool, error)
 }
 
 func (o *voiceObserver) ToolStart(c agent.Call) {
-	o.turn.h.publish(&ToolStarted{ID: c.ID, Name: c.Name, Args: tools.Redact(c.Args), Reason: c.Reason})
+	o.turn.h.publishTo(MainConversation, &ToolStarted{ID: c.ID, Name: c.Name, Args: tools.Redact(c.Args), Reason: c.Reason})
 }

@@ -35,6 +35,12 @@ type WatchOptions struct {
 	// knows what it will write for it (its wire caps long texts). The
 	// default is the text the event carries.
 	Cost func(Event) int64
+	// Conversation is the conversation followed ("": main): its turn
+	// events reach the subscriber, other conversations' do not; events
+	// that are no conversation's (notices, forgets, the vault's) reach
+	// every subscriber. Subscribe fails with a *Problem with
+	// CodeConversationNotFound for an unknown one.
+	Conversation string
 	// OnCut, when set, is called once when the subscription is cut off
 	// (ErrLagging or ErrShuttingDown), under hearth's lock: it must not
 	// block. A door uses it to unblock a writer stuck on a dead peer.
@@ -49,6 +55,7 @@ type Subscription struct {
 	h    *Hearth
 	id   uint64
 	opts WatchOptions
+	conv string        // the conversation followed
 	wake chan struct{} // capacity 1: the queue changed
 
 	mu     sync.Mutex
@@ -77,16 +84,34 @@ func (h *Hearth) Subscribe(opts WatchOptions) (*Subscription, error) {
 	if opts.Cost == nil {
 		opts.Cost = Size
 	}
-	s := &Subscription{h: h, id: h.nextSub.Add(1), opts: opts, wake: make(chan struct{}, 1)}
+	h.mu.Lock()
+	closing := h.closing
+	h.mu.Unlock()
+	if closing {
+		return nil, ErrShuttingDown
+	}
+	c, err := h.open(opts.Conversation)
+	if err != nil {
+		return nil, err
+	}
+	s := &Subscription{h: h, id: h.nextSub.Add(1), opts: opts, conv: c.id, wake: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for c.unloaded { // it went idle meanwhile: load it again
+		h.mu.Unlock()
+		c, err = h.open(opts.Conversation)
+		h.mu.Lock()
+		if err != nil {
+			return nil, err
+		}
+	}
 	if h.closing {
 		return nil, ErrShuttingDown
 	}
 	// The snapshot is the subscriber's starting state, bounded by
 	// HistoryTurns: it is not weighed against the budget of what the
 	// subscriber falls behind by.
-	s.queue = append(s.queue, h.snapshotLocked())
+	s.queue = append(s.queue, h.snapshotLocked(c))
 	h.subs[s] = struct{}{}
 	return s, nil
 }
@@ -156,6 +181,7 @@ func (s *Subscription) Close() {
 	h := s.h
 	h.mu.Lock()
 	delete(h.subs, s)
+	h.pokeLocked(s.conv)
 	h.mu.Unlock()
 	s.end(ErrUnsubscribed)
 }
@@ -217,6 +243,28 @@ func (h *Hearth) publishLocked(ev Event) {
 	}
 }
 
+// publishToLocked is publishLocked to the subscribers of conversation
+// conv alone: its turn events.
+func (h *Hearth) publishToLocked(conv string, ev Event) {
+	for s := range h.subs {
+		if s.conv != conv || s.opts.Classes&ev.Class() == 0 {
+			continue
+		}
+		if !s.push(ev) {
+			h.cutLocked(s, ErrLagging)
+		}
+	}
+}
+
+func (h *Hearth) publishTo(conv string, ev Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.publishToLocked(conv, ev)
+}
+
+// Conversation is the conversation s follows.
+func (s *Subscription) Conversation() string { return s.conv }
+
 func (h *Hearth) publish(ev Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -226,6 +274,7 @@ func (h *Hearth) publish(ev Event) {
 // cutLocked ends s for why and counts it.
 func (h *Hearth) cutLocked(s *Subscription, why error) {
 	delete(h.subs, s)
+	h.pokeLocked(s.conv)
 	if !s.end(why) {
 		return
 	}

@@ -459,7 +459,7 @@ func TestFeatures(t *testing.T) {
 	r.watch(t, c.h, hearth.WatchOptions{})
 	r.waitFor(t, func(hearth.Event) bool { return true })
 	snap := r.snapshot()[0].(*hearth.Snapshot)
-	if diff := cmp.Diff([]string{"cancel", "confirm", "forget", "health", "history_query", "tools", "transcript"}, snap.Features); diff != "" {
+	if diff := cmp.Diff([]string{"cancel", "confirm", "conversations", "forget", "health", "history_query", "tools", "transcript"}, snap.Features); diff != "" {
 		t.Errorf("features of a hearth without memory (-want +got):\n%s", diff)
 	}
 }

@@ -26,6 +26,10 @@ type DialOptions struct {
 	// OnPin, when set, is told when a hearth's certificate is pinned on
 	// first use, to show its fingerprint to the user.
 	OnPin func(host, fingerprint string)
+	// ConversationID is the conversation to follow ("": main). A Client
+	// updates it from every History it receives, so that a reconnect
+	// resumes the conversation the user was on.
+	ConversationID string
 }
 
 // Conn is one authenticated connection to hearth. Send may be called from
@@ -122,7 +126,7 @@ func PairDevice(ctx context.Context, addr string, opts DialOptions, code, name s
 }
 
 func (c *Conn) handshake(opts DialOptions) (*History, error) {
-	if err := c.Send(&Connect{Token: opts.Token, Client: opts.Client, Protocol: ProtocolVersion}); err != nil {
+	if err := c.Send(&Connect{Token: opts.Token, Client: opts.Client, Protocol: ProtocolVersion, ConversationID: opts.ConversationID}); err != nil {
 		return nil, fmt.Errorf("send connect: %w", err)
 	}
 	m, err := c.r.Read()
@@ -295,10 +299,22 @@ func (c *Client) Run(ctx context.Context, handle func(Event)) error {
 	attempt := 0
 	handle(Event{State: &StateChange{State: StateConnecting}})
 	for {
-		conn, err := Dial(ctx, c.addr, c.opts.DialOptions)
+		c.mu.Lock()
+		opts := c.opts.DialOptions
+		c.mu.Unlock()
+		conn, err := Dial(ctx, c.addr, opts)
+		var cerr *Error
+		if errors.As(err, &cerr) && cerr.Code == CodeConversationNotFound && opts.ConversationID != "" {
+			// The conversation is gone (one nothing was said in does
+			// not outlive hearth): back to main, at once.
+			c.opts.Log.Info("conversation gone; following main", "conversation", opts.ConversationID)
+			c.setConversation("")
+			conn, err = Dial(ctx, c.addr, c.opts.DialOptions)
+		}
 		if err == nil {
 			attempt = 0
 			c.setConn(conn)
+			c.setConversation(conn.History().ConversationID)
 			handle(Event{State: &StateChange{State: StateConnected, History: conn.History()}})
 			err = c.pump(ctx, conn, handle)
 			c.setConn(nil)
@@ -325,6 +341,26 @@ func (c *Client) Run(ctx context.Context, handle func(Event)) error {
 	}
 }
 
+func (c *Client) setConversation(id string) {
+	if id == "main" {
+		id = ""
+	}
+	c.mu.Lock()
+	c.opts.ConversationID = id
+	c.mu.Unlock()
+}
+
+// Conversation is the conversation the client follows ("main" unless a
+// History said otherwise).
+func (c *Client) Conversation() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.opts.ConversationID == "" {
+		return "main"
+	}
+	return c.opts.ConversationID
+}
+
 func (c *Client) setConn(conn *Conn) {
 	c.mu.Lock()
 	c.conn = conn
@@ -336,6 +372,9 @@ func (c *Client) pump(ctx context.Context, conn *Conn, handle func(Event)) error
 		m, err := conn.Recv(ctx)
 		if err != nil {
 			return err
+		}
+		if h, ok := m.(*History); ok {
+			c.setConversation(h.ConversationID) // a resume or a new conversation
 		}
 		handle(Event{Msg: m})
 		// hearth closes the connection after a slow_client error; the

@@ -36,8 +36,8 @@ var samples = []struct {
 	name string
 	msg  ipc.Msg
 }{
-	{ipc.TypeConnect, &ipc.Connect{Token: "s3cret", Client: "mnemo/0.1", Protocol: ipc.ProtocolVersion}},
-	{ipc.TypeMessage, &ipc.Message{Content: "hello\nworld <&>", Ref: "c1"}},
+	{ipc.TypeConnect, &ipc.Connect{Token: "s3cret", Client: "mnemo/0.1", Protocol: ipc.ProtocolVersion, ConversationID: "trip-2026"}},
+	{ipc.TypeMessage, &ipc.Message{Content: "hello\nworld <&>", Ref: "c1", ConversationID: "trip-2026"}},
 	{ipc.TypeVoiceRequest, &ipc.VoiceRequest{Ref: "vr1"}},
 	{ipc.TypeTranscript, &ipc.Transcript{Role: ipc.RoleUser, Text: "hi there", Ref: "t1", Incomplete: true}},
 	{ipc.TypeStopVoice, &ipc.StopVoice{}},
@@ -54,6 +54,7 @@ var samples = []struct {
 		Pending:        "Hel",
 		Provider:       "xai",
 		Model:          "grok-4.3",
+		Ref:            "r1",
 	}},
 	{ipc.TypeToken, &ipc.Token{Content: "Hel"}},
 	{ipc.TypeStatus, &ipc.Status{State: ipc.StateTool, Detail: "current_time"}},
@@ -83,7 +84,7 @@ var samples = []struct {
 	{ipc.TypeHealth, &ipc.Health{Ref: "h1"}},
 	{ipc.TypeHealthReport, &ipc.HealthReport{Ref: "h1", State: ipc.StateIdle, Clients: 2, Provider: "xai", Model: "grok-4.3",
 		Index: &ipc.IndexHealth{Backend: "embedded", Embedder: "wordvec:wink-sg100d:100000", Indexed: 120, LagMS: 1500, Failures: 2, Failing: "indexing is failing; retrying", Unavailable: true}}},
-	{ipc.TypeHistoryQuery, &ipc.HistoryQuery{Limit: 20, After: "01KAK3J7Y0", Since: ts1, Ref: "h1"}},
+	{ipc.TypeHistoryQuery, &ipc.HistoryQuery{Limit: 20, After: "01KAK3J7Y0", Since: ts1, Ref: "h1", ConversationID: "trip-2026"}},
 	{ipc.TypeHistoryPage, &ipc.HistoryPage{Ref: "h1", Turns: []ipc.Turn{t1}, More: true}},
 	{ipc.TypeForget, &ipc.Forget{IDs: []string{"01KAK3J7Y0Q2V5S8WZ3C9D4E6F#2"}, Purge: true, Ref: "f1"}},
 	{ipc.TypeForgotten, &ipc.Forgotten{IDs: []string{"01KAK3J7Y0Q2V5S8WZ3C9D4E6F"}, By: "owner", Ref: "f1", Unknown: []string{"x"}, Purged: &ipc.Purged{Records: 1, Shards: 1}}},
@@ -124,6 +125,11 @@ var samples = []struct {
 	{ipc.TypeJobResult, &ipc.JobResult{Ref: "j2", Name: "daily", Key: "daily:2026-11-25", Applied: 1, Queued: 1}},
 	{ipc.TypeProviderCheck, &ipc.ProviderCheck{Ref: "p1"}},
 	{ipc.TypeProviderStatus, &ipc.ProviderStatus{Ref: "p1", Provider: "openai", Model: "m", LatencyMS: 80, Category: "rejected_key", Problem: "set OPENAI_API_KEY"}},
+	{ipc.TypeConversations, &ipc.Conversations{Ref: "l1"}},
+	{ipc.TypeConversationList, &ipc.ConversationList{Ref: "l1", Current: "main", Conversations: []ipc.ConversationInfo{
+		{ID: "trip-2026", Title: "Lisbon in May?", Created: ts1, LastActive: ts1, Turns: 4}, {ID: "main", Turns: 0}}}},
+	{ipc.TypeNewConversation, &ipc.NewConversation{ConversationID: "trip-2026", Ref: "n1"}},
+	{ipc.TypeResume, &ipc.Resume{ConversationID: "trip-2026", Ref: "r1"}},
 }
 
 var dev1 = ipc.Device{ID: "3fa9c1d2", Name: "laptop", Actor: "owner", Created: ts1, LastUsed: ts1, RevokedAt: ts1}
@@ -150,6 +156,7 @@ var allTypes = []string{
 	ipc.TypeDeviceRevoke, ipc.TypeDeviceRevoked, ipc.TypeWhoami, ipc.TypeIdentity,
 	ipc.TypeJobs, ipc.TypeJobList, ipc.TypeJobRun, ipc.TypeJobResult,
 	ipc.TypeProviderCheck, ipc.TypeProviderStatus,
+	ipc.TypeConversations, ipc.TypeConversationList, ipc.TypeNewConversation, ipc.TypeResume,
 }
 
 func TestSamplesCoverEveryType(t *testing.T) {

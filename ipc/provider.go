@@ -47,5 +47,5 @@ func newProviderMsg(typ string) Msg {
 	case TypeProviderStatus:
 		return new(ProviderStatus)
 	}
-	return nil
+	return newConversationsMsg(typ)
 }

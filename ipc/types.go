@@ -150,6 +150,9 @@ type Connect struct {
 	Token    string `json:"token"`
 	Client   string `json:"client,omitempty"`
 	Protocol int    `json:"protocol,omitempty"`
+	// ConversationID is the conversation to follow (absent: "main"); an
+	// unknown one gets Error conversation_not_found and a close.
+	ConversationID string `json:"conversation_id,omitempty"`
 }
 
 // Message is a text turn from the owner.
@@ -160,6 +163,9 @@ type Message struct {
 	// Ref is an optional client-chosen id echoed in the Turn that stores
 	// this message and in any Error about it.
 	Ref string `json:"ref,omitempty"`
+	// ConversationID sends the message into that conversation (absent:
+	// the one the connection follows) without following it.
+	ConversationID string `json:"conversation_id,omitempty"`
 }
 
 // VoiceRequest asks hearth for an ephemeral realtime voice credential.
@@ -248,6 +254,8 @@ type History struct {
 	// that a client decides from it instead of guessing; hearths before
 	// it leave it out.
 	Features []string `json:"features,omitempty"`
+	// Ref echoes the NewConversation or Resume this History answers.
+	Ref string `json:"ref,omitempty"`
 }
 
 // HasFeature reports whether the hearth that sent h offers feature f.
@@ -563,6 +571,9 @@ type HistoryQuery struct {
 	After string    `json:"after,omitempty"`
 	Since time.Time `json:"since,omitzero"`
 	Ref   string    `json:"ref,omitempty"`
+	// ConversationID is the conversation read (absent: the one the
+	// connection follows).
+	ConversationID string `json:"conversation_id,omitempty"`
 }
 
 // HistoryPage answers HistoryQuery: turns oldest first.

@@ -31,6 +31,9 @@ var commands = []command{
 	{"/tools", "", "toggle the tool panel (ctrl+t)"},
 	{"/timestamps", "", "toggle timestamps (alt+t)"},
 	{"/voice", "[devices|headphones|speakers]", "talk at the desk (alt+v); list audio devices; echo mode"},
+	{"/new", "[ID]", "start a new conversation (hearth names it without ID)"},
+	{"/conversations", "", "list the conversations"},
+	{"/resume", "ID", "switch to a conversation (also /switch)"},
 	{"/pair", "[owner]", "a one-time code to pair a new device (a collaborator's, or yours with owner)"},
 	{"/quit", "", "leave mnemo (ctrl+c)"},
 }
@@ -165,6 +168,8 @@ func (m *Model) runCommand(line string) tea.Cmd {
 		m.requests[ref] = "pair"
 		m.backend.Send(&ipc.PairStart{Actor: arg, Ref: ref})
 		m.flashInfo("asking hearth for a pairing code…")
+	case "/new", "/conversations", "/resume", "/switch":
+		m.conversationCommand(name, arg)
 	case "/quit", "/exit":
 		return m.quit()
 	default:

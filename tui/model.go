@@ -96,11 +96,15 @@ type Model struct {
 	conn       connState
 	outageNote *item // the notice about the current outage
 	server     string
-	provider   string
-	modelName  string
-	agent      string // idle, thinking, tool
-	detail     string
-	usage      *ipc.Usage
+	// conversation is the one followed ("main" unless /new or /resume
+	// moved it); switching is set while its History replaces the view.
+	conversation string
+	switching    bool
+	provider     string
+	modelName    string
+	agent        string // idle, thinking, tool
+	detail       string
+	usage        *ipc.Usage
 
 	stream   *item // the reply streaming now
 	pending  []*pendingMsg
@@ -332,6 +336,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case *ipc.Proposal, *ipc.ProposalList, *ipc.ProposalDecided, reviewEditedMsg:
 		cmd = m.onReviewMsg(msg)
 	case *ipc.Pong:
+	case *ipc.History:
+		m.onSwitched(msg)
+	case *ipc.ConversationList:
+		m.onConversationList(msg)
 	case *ipc.PairCode:
 		m.onPairCode(msg)
 	case *ipc.VoiceCredential, *ipc.VoiceToolResult:
@@ -859,7 +867,8 @@ func (m *Model) onConnected(h *ipc.History) {
 	}
 	oldLast := m.chat.lastID
 	added, gone := m.chat.replace(h.Turns)
-	if !first && len(h.Turns) > 0 && oldLast != "" && h.Turns[0].ID > oldLast {
+	m.conversation = h.ConversationID
+	if !first && !m.switching && len(h.Turns) > 0 && oldLast != "" && h.Turns[0].ID > oldLast {
 		m.chat.notice(levelWarn, "turns from while this client was away may be missing above")
 	}
 
@@ -1032,7 +1041,7 @@ func (m *Model) onToolResult(r *ipc.ToolResult) {
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
-var featureLabels = map[string]string{"search": "/search", "cancel": "cancel", "confirm": "confirmations", "vault": "memory review", "pair": "/pair"}
+var featureLabels = map[string]string{"conversations": "conversations", "search": "/search", "cancel": "cancel", "confirm": "confirmations", "vault": "memory review", "pair": "/pair"}
 
 // onPairCode shows a pairing code with what to type on the new device.
 func (m *Model) onPairCode(pc *ipc.PairCode) {

@@ -126,6 +126,8 @@ type HistoryOptions struct {
 	All   bool      // every turn
 	Since time.Time // turns from then on
 	JSON  bool      // one ipc.Turn as JSON per line, for scripts
+	// Conversation is the conversation read ("": main).
+	Conversation string
 	// Notes gets what the reader should know about the output, such as a
 	// hearth too old to read back further than its snapshot; nil: none.
 	Notes io.Writer
@@ -146,6 +148,15 @@ func History(ctx context.Context, o Options, q HistoryOptions, w io.Writer) erro
 		return nil
 	}
 	h := conn.History()
+	if q.Conversation != "" && q.Conversation != h.ConversationID {
+		if !h.HasFeature("conversations") {
+			return fmt.Errorf("%s has one conversation only", orDefault(h.Server, "this hearth"))
+		}
+		if q.Limit == 0 && !q.All && q.Since.IsZero() {
+			q.Limit = 50 // what a snapshot holds by default
+		}
+		return readHistory(ctx, conn, q, print)
+	}
 	if q.Limit == 0 && !q.All && q.Since.IsZero() {
 		for _, t := range h.Turns {
 			if err := print(t); err != nil {
@@ -175,7 +186,7 @@ func History(ctx context.Context, o Options, q HistoryOptions, w io.Writer) erro
 
 // readHistory asks hearth for the selection page by page, printing each.
 func readHistory(ctx context.Context, conn Conn, q HistoryOptions, print func(ipc.Turn) error) error {
-	query := &ipc.HistoryQuery{Since: q.Since, Ref: newRef()}
+	query := &ipc.HistoryQuery{Since: q.Since, Ref: newRef(), ConversationID: q.Conversation}
 	if !q.All {
 		query.Limit = q.Limit
 	}

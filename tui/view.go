@@ -170,6 +170,9 @@ func (m *Model) statusView(rc *renderCtx) string {
 	}
 
 	var right []string
+	if c := m.conversationLabel(); c != "" {
+		right = append(right, c)
+	}
 	if m.provider != "" || m.modelName != "" {
 		right = append(right, strings.Trim(m.provider+" · "+m.modelName, " ·"))
 	}

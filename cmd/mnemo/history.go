@@ -22,13 +22,14 @@ func historyFlags(args []string, now time.Time) (tui.HistoryOptions, error) {
 	all := fs.Bool("all", false, "every turn")
 	asJSON := fs.Bool("json", false, "one turn per line as JSON")
 	since := fs.String("since", "", "turns from then on: a duration (2h, 3d) or a date (2026-11-01, RFC 3339)")
+	conv := fs.String("conversation", "", "the conversation ID (mnemo conversations lists them; default main)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return tui.HistoryOptions{}, usagef("history [-n N | --all] [--since T] [--json]")
+			return tui.HistoryOptions{}, usagef("history [-n N | --all] [--since T] [--json] [--conversation ID]")
 		}
 		return tui.HistoryOptions{}, usagef("history: %w", err)
 	}
-	q := tui.HistoryOptions{Limit: *n, All: *all, JSON: *asJSON, Notes: os.Stderr}
+	q := tui.HistoryOptions{Limit: *n, All: *all, JSON: *asJSON, Notes: os.Stderr, Conversation: *conv}
 	switch {
 	case fs.NArg() > 0:
 		return q, usagef("history takes no arguments (got %q); see mnemo help", fs.Arg(0))

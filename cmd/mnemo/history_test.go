@@ -65,12 +65,14 @@ func TestHistoryFlags(t *testing.T) {
 		limit     int
 		all, json bool
 		since     bool
+		conv      string
 		usage     bool
 	}{
 		{args: nil},
 		{args: []string{"-n", "5"}, limit: 5},
 		{args: []string{"--all", "--json"}, all: true, json: true},
 		{args: []string{"--since", "2h", "-n", "3"}, limit: 3, since: true},
+		{args: []string{"--conversation", "trip", "-n", "3"}, limit: 3, conv: "trip"},
 		{args: []string{"-n", "-1"}, usage: true},
 		{args: []string{"-n", "2", "--all"}, usage: true},
 		{args: []string{"--since", "someday"}, usage: true},
@@ -85,7 +87,7 @@ func TestHistoryFlags(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || q.Limit != tc.limit || q.All != tc.all || q.JSON != tc.json || q.Since.IsZero() == tc.since {
+		if err != nil || q.Limit != tc.limit || q.All != tc.all || q.JSON != tc.json || q.Since.IsZero() == tc.since || q.Conversation != tc.conv {
 			t.Errorf("%v: %+v, %v", tc.args, q, err)
 		}
 	}

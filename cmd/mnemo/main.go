@@ -59,6 +59,8 @@ commands:
   memory list|read|write|edit|delete|history|pending|approve|reject
                   the vault's notes, their history, and the agent's
                   proposals to review (mnemo memory lists the commands)
+  conversations   the conversations: id, title, turns, last activity
+                  (--json); history --conversation ID prints one
   jobs [run NAME] the vault's jobs (daily, weekly, session summary): last run,
                   result, errors, next run; run one now (the owner only)
   status          hearth's health: agent state, model, recall index progress
@@ -247,6 +249,10 @@ func run() error {
 		if *localMode {
 			return usagef("jobs asks a running hearth; with --local there is none")
 		}
+	case "conversations": // conversations.go
+		if *localMode {
+			return usagef("conversations asks a running hearth; with --local there is none")
+		}
 	case "send":
 		if strings.TrimSpace(strings.Join(args, " ")) == "" {
 			return usagef(`send needs the text: mnemo send "hello"`)
@@ -293,6 +299,8 @@ func run() error {
 		return stopHearth(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	case "pair": // pair.go
 		return pairCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
+	case "conversations": // conversations.go
+		return conversationsCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	case "jobs": // jobs.go
 		return jobsCmd(ctx, o.Addr, ipc.DialOptions{Token: o.Token, Client: o.Client}, args, os.Stdout)
 	case "devices":

@@ -339,7 +339,7 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 						p.Sources[i].Thread = hearth.MainConversation
 					}
 				}
-				if cur := core.CurrentSource(); cur.Turn != "" && !slices.Contains(p.Sources, cur) {
+				if cur := core.CurrentSourceIn(ctx); cur.Turn != "" && !slices.Contains(p.Sources, cur) {
 					p.Sources = append(p.Sources, cur)
 				}
 				out, err := core.Propose(ctx, p)
@@ -395,6 +395,8 @@ func open(ctx context.Context, cfg *config.Config, rt Runtime, addr string) (_ *
 		MaxIterations:  cfg.MaxIterations.Value,
 		Version:        rt.Version,
 		Log:            log,
+		// A cache of what the journal says (DESIGN.md "Conversations").
+		ConversationsFile: filepath.Join(root.IndexDir(), "conversations.json"),
 	})
 	if err != nil {
 		return nil, err

@@ -37,6 +37,7 @@ type Core interface {
 	VaultRead(ctx context.Context, path, at string) (hearth.VaultFile, error)
 	VaultList(ctx context.Context, f vault.ListFilter) ([]vault.NoteInfo, error)
 	Proposals(ctx context.Context) ([]vault.Proposal, error)
+	ConversationCore
 }
 
 // Authenticator turns a bearer credential into an identity and decides
@@ -174,6 +175,9 @@ func (d *Door) routes() {
 	} {
 		name := pattern[strings.IndexByte(pattern, ' ')+1:]
 		d.mux.Handle(pattern, d.wrap(name, r))
+	}
+	for pattern, r := range d.conversationRoutes() {
+		d.mux.Handle(pattern, d.wrap(pattern[strings.IndexByte(pattern, ' ')+1:], r))
 	}
 	d.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c := d.newCall(w, r, "unknown")

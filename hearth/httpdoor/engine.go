@@ -136,13 +136,11 @@ func (d *Door) engineChat(c *call) error {
 		}
 		return err
 	}
-	conv := req.Metadata.ConversationID
-	if conv == "" {
-		conv = hearth.MainConversation
-	}
-	if conv != hearth.MainConversation {
-		return &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "conversation_not_found", param: "metadata.conversation_id",
-			msg: "no conversation has that id; leave it out for the shared conversation"}
+	// Seed 000: a conversation id resumes that conversation; without one
+	// the message starts a new conversation, which done names.
+	conv, err := d.known(req.Metadata.ConversationID, "metadata.conversation_id")
+	if err != nil {
+		return err
 	}
 	var content string
 	for i := len(req.Messages) - 1; i >= 0; i-- {
@@ -159,8 +157,15 @@ func (d *Door) engineChat(c *call) error {
 	if err != nil {
 		return err
 	}
+	if conv == "" {
+		info, err := d.core.NewConversation("")
+		if err != nil {
+			return err
+		}
+		conv = info.ID
+	}
 	s := startSSE(c)
-	end, err := d.runTurn(c.r.Context(), c.id, content, model, func(ev turnEvent) error {
+	end, err := d.runTurn(c.r.Context(), conv, c.id, content, model, func(ev turnEvent) error {
 		switch {
 		case ev.Text != "":
 			return s.event("text-delta", textDelta{Content: ev.Text})

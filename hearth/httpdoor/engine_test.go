@@ -92,7 +92,7 @@ func TestEngineChatCurl(t *testing.T) {
 	var done doneEvent
 	json.Unmarshal([]byte(evs[len(evs)-1].Data), &done)
 	recs := th.history(t)
-	if done.CorrelationID != "req_xyz789" || done.ConversationID != "main" || done.TurnID != recs[0].ID || done.ReplyID != recs[1].ID || done.Usage.PromptTokens != 7 {
+	if done.CorrelationID != "req_xyz789" || done.ConversationID != recs[0].Conv || done.ConversationID == "" || done.TurnID != recs[0].ID || done.ReplyID != recs[1].ID || done.Usage.PromptTokens != 7 {
 		t.Fatalf("done = %+v, journal %+v", done, recs)
 	}
 }

@@ -208,12 +208,16 @@ func (d *Door) chatCompletions(c *call) error {
 	if err != nil {
 		return err
 	}
-	c.trace.step("route", 0, "turn of the shared conversation")
+	conv, err := d.chatConversation(c, req.Metadata)
+	if err != nil {
+		return err
+	}
+	c.trace.step("route", 0, "turn of the conversation "+convName(conv))
 	id := "chatcmpl-" + strings.TrimPrefix(c.id, "req_")
 	created := time.Now().Unix()
 	if !req.Stream {
 		t0 := time.Now()
-		end, err := d.runTurn(c.r.Context(), c.id, content, model, func(turnEvent) error { return nil })
+		end, err := d.runTurn(c.r.Context(), conv, c.id, content, model, func(turnEvent) error { return nil })
 		if err != nil {
 			return err
 		}
@@ -236,7 +240,7 @@ func (d *Door) chatCompletions(c *call) error {
 			Choices: []chatChoice{{Delta: delta, FinishReason: finish}}, RequestID: c.id}
 	}
 	first := true
-	end, err := d.runTurn(c.r.Context(), c.id, content, model, func(ev turnEvent) error {
+	end, err := d.runTurn(c.r.Context(), conv, c.id, content, model, func(ev turnEvent) error {
 		if ev.Text == "" {
 			return nil
 		}

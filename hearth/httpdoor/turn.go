@@ -42,26 +42,30 @@ type turnEnd struct {
 // errTurnOver stops the subscription once the turn has ended.
 var errTurnOver = errors.New("turn over")
 
-// runTurn sends content as a turn of the shared conversation under ref,
-// from the identity ctx carries and answered by model when not nil (for
-// this turn only), and follows it in the core's events: the subscription
-// is registered
-// before the message is queued, so nothing of the turn is missed. emit is
+// runTurn sends content as a turn of conversation conv ("": main) under
+// ref, from the identity ctx carries and answered by model when not nil
+// (for this turn only), and follows it in the core's events: the
+// subscription is registered before the message is queued, so nothing of the turn is missed. emit is
 // called for each chunk and tool of this turn only (turns are answered one
 // at a time, so everything between the turn's stored message and its
 // reply is its own). It returns when the reply is stored or the turn
 // failed; a *hearth.Problem refusing the message before it was queued is
 // returned as the error.
-func (d *Door) runTurn(ctx context.Context, ref, content string, model hearth.Model, emit func(turnEvent) error) (turnEnd, error) {
+func (d *Door) runTurn(ctx context.Context, conv, ref, content string, model hearth.Model, emit func(turnEvent) error) (turnEnd, error) {
 	sub, err := d.core.Subscribe(hearth.WatchOptions{
-		Classes: hearth.ClassTurns | hearth.ClassTokens | hearth.ClassActivity | hearth.ClassProblems,
-		Name:    "http " + ref,
+		Classes:      hearth.ClassTurns | hearth.ClassTokens | hearth.ClassActivity | hearth.ClassProblems,
+		Name:         "http " + ref,
+		Conversation: conv,
 	})
+	var p *hearth.Problem
+	if errors.As(err, &p) {
+		return turnEnd{}, err // the conversation is unknown
+	}
 	if err != nil {
 		return turnEnd{}, errShuttingDown
 	}
 	defer sub.Close()
-	if err := d.core.SendWith(ctx, ref, content, hearth.SendOptions{Model: model}); err != nil {
+	if err := d.core.SendWith(ctx, ref, content, hearth.SendOptions{Conversation: conv, Model: model}); err != nil {
 		return turnEnd{}, err
 	}
 	var (

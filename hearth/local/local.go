@@ -31,6 +31,10 @@ type Client struct {
 
 	mu    sync.Mutex
 	queue []ipc.Msg
+	// conv is the conversation followed, from the last History: a
+	// resync after falling behind stays on it. Only Run's goroutine
+	// uses it.
+	conv string
 }
 
 // New returns a client of core; nothing is subscribed until Run.
@@ -78,7 +82,12 @@ func (c *Client) Run(ctx context.Context, send func(any)) error {
 // session runs one subscription: a reader of requests and the delivery
 // of events, until the subscription ends.
 func (c *Client) session(ctx context.Context, send func(any)) error {
-	sess, err := wire.Open(ctx, c.core, wire.Options{Watch: hearth.WatchOptions{Name: c.opts.Name, Cost: wire.Cost}, Log: c.opts.Log})
+	sess, err := wire.Open(ctx, c.core, wire.Options{Watch: hearth.WatchOptions{Name: c.opts.Name, Cost: wire.Cost, Conversation: c.conv}, Log: c.opts.Log})
+	var p *hearth.Problem
+	if errors.As(err, &p) && c.conv != "" {
+		c.conv = "" // the conversation is gone: back to main
+		sess, err = wire.Open(ctx, c.core, wire.Options{Watch: hearth.WatchOptions{Name: c.opts.Name, Cost: wire.Cost}, Log: c.opts.Log})
+	}
 	if err != nil {
 		return err
 	}
@@ -92,7 +101,11 @@ func (c *Client) session(ctx context.Context, send func(any)) error {
 	first := true
 	err = sess.Run(sctx, func(msgs []ipc.Msg) error {
 		for _, m := range msgs {
-			if h, ok := m.(*ipc.History); ok && first {
+			h, ok := m.(*ipc.History)
+			if ok {
+				c.conv = h.ConversationID
+			}
+			if ok && first {
 				first = false
 				send(&ipc.StateChange{State: ipc.StateConnected, History: h})
 				continue

@@ -368,10 +368,11 @@ func (s *Server) session(ctx context.Context, nc net.Conn, r *ipc.Reader, hello 
 	// The identity rides in ctx into the core's calls (the turn's tools).
 	sess, err := wire.Open(auth.WithIdentity(context.WithoutCancel(ctx), id), s.core, wire.Options{
 		Watch: hearth.WatchOptions{
-			Name:      hello.Client,
-			MaxEvents: s.opts.ClientQueue,
-			MaxBytes:  s.opts.ClientBudget,
-			Cost:      wire.Cost,
+			Name:         hello.Client,
+			Conversation: hello.ConversationID, // "": main
+			MaxEvents:    s.opts.ClientQueue,
+			MaxBytes:     s.opts.ClientBudget,
+			Cost:         wire.Cost,
 			// Unblock a writer stuck on a peer that stopped reading,
 			// leaving a peer that resumes soon the time to read why.
 			OnCut: func(error) { nc.SetWriteDeadline(time.Now().Add(s.opts.DropGrace)) },
@@ -382,7 +383,11 @@ func (s *Server) session(ctx context.Context, nc net.Conn, r *ipc.Reader, hello 
 		Log:      s.log,
 	})
 	if err != nil {
-		refuse(nc, wire.Farewell(err))
+		why := wire.Farewell(err)
+		if why == nil {
+			why = wire.Error(err) // an unknown conversation
+		}
+		refuse(nc, why)
 		return
 	}
 	c.sess = sess

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -27,6 +28,10 @@ import (
 type Core interface {
 	Subscribe(opts hearth.WatchOptions) (*hearth.Subscription, error)
 	Send(ref, content string) error
+	SendTo(ctx context.Context, conv, ref, content string) error
+	CancelIn(conv, ref string) error
+	NewConversation(id string) (hearth.ConversationInfo, error)
+	Conversations() []hearth.ConversationInfo
 	AddTranscript(ref, role, text string) error
 	AddCutTranscript(ref, role, text string) error
 	Cancel(ref string) error
@@ -62,9 +67,16 @@ type Options struct {
 // requests it has under way (searches run off the caller's goroutine).
 type Session struct {
 	core Core
-	sub  *hearth.Subscription
 	opts Options
 	log  *slog.Logger
+
+	// mu guards sub, the subscription of the conversation followed, and
+	// subs, every subscription not yet closed: a resume subscribes to
+	// the next conversation at once and Run moves to it once the
+	// previous one's events are delivered (see switchTo).
+	mu   sync.Mutex
+	sub  *hearth.Subscription
+	subs []*hearth.Subscription
 
 	ctx    context.Context // ends with Close: cancels searches
 	cancel context.CancelFunc
@@ -82,15 +94,31 @@ func Open(ctx context.Context, core Core, o Options) (*Session, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	return &Session{core: core, sub: sub, opts: o, log: o.Log, ctx: ctx, cancel: cancel}, nil
+	return &Session{core: core, sub: sub, subs: []*hearth.Subscription{sub}, opts: o, log: o.Log, ctx: ctx, cancel: cancel}, nil
 }
 
 // Close unsubscribes, cancels the session's searches and waits for them.
 func (s *Session) Close() {
 	s.cancel()
-	s.sub.Close()
+	s.mu.Lock()
+	subs := s.subs
+	s.subs = nil
+	s.mu.Unlock()
+	for _, sub := range subs {
+		sub.Close()
+	}
 	s.wg.Wait()
 }
+
+// current is the subscription of the conversation followed now.
+func (s *Session) current() *hearth.Subscription {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sub
+}
+
+// Conversation is the conversation the session follows.
+func (s *Session) Conversation() string { return s.current().Conversation() }
 
 // Run delivers the core's events as wire messages to emit, a batch at a
 // time (see hearth.Subscription.Run), until the session ends. It returns
@@ -98,29 +126,54 @@ func (s *Session) Close() {
 // subscription; Farewell says what to tell the client then.
 func (s *Session) Run(ctx context.Context, emit func([]ipc.Msg) error) error {
 	var out []ipc.Msg
-	err := s.sub.Run(ctx, func(evs []hearth.Event) error {
-		out = out[:0]
-		var end error
-		for _, ev := range evs {
-			if r, ok := ev.(*hearth.Reply); ok && r.Value == (finished{}) {
-				end = errFinished
-				break
+	s.mu.Lock()
+	sub := s.subs[0] // the oldest not closed: its events come first
+	s.mu.Unlock()
+	ref := "" // of the resume whose History comes next
+	for {
+		var next *switchTo
+		err := sub.Run(ctx, func(evs []hearth.Event) error {
+			out = out[:0]
+			var end error
+			for _, ev := range evs {
+				if r, ok := ev.(*hearth.Reply); ok {
+					if r.Value == (finished{}) {
+						end = errFinished
+						break
+					}
+					if sw, ok := r.Value.(*switchTo); ok {
+						next, end = sw, errSwitched
+						break
+					}
+				}
+				m := Event(ev)
+				if h, ok := m.(*ipc.History); ok && ref != "" {
+					h.Ref, ref = ref, ""
+				}
+				if m != nil {
+					out = append(out, m)
+				}
 			}
-			if m := Event(ev); m != nil {
-				out = append(out, m)
+			if len(out) > 0 {
+				if err := emit(out); err != nil {
+					return err
+				}
 			}
+			return end
+		})
+		if errors.Is(err, errSwitched) {
+			sub.Close()
+			s.mu.Lock()
+			s.subs = slices.DeleteFunc(s.subs, func(x *hearth.Subscription) bool { return x == sub })
+			s.mu.Unlock()
+			sub, ref = next.sub, next.ref
+			continue
 		}
-		if len(out) > 0 {
-			if err := emit(out); err != nil {
-				return err
-			}
+		if errors.Is(err, errFinished) {
+			return nil
 		}
-		return end
-	})
-	if errors.Is(err, errFinished) {
-		return nil
+		return err
 	}
-	return err
 }
 
 // finished marks, in a session's queue, the end of what its client asked
@@ -140,7 +193,7 @@ func (s *Session) Finish() {
 	if s.core.Settled(s.ctx) != nil {
 		return
 	}
-	s.sub.Reply(finished{})
+	s.current().Reply(finished{})
 }
 
 // Farewell is the error a client is told when its session ends for why;
@@ -155,26 +208,21 @@ func Farewell(why error) *ipc.Error {
 	return nil
 }
 
-// senderAs is a core that carries the sender's identity (in the ctx the
-// session was opened with) into the turn: *hearth.Hearth.
-type senderAs interface {
-	SendAs(ctx context.Context, ref, content string) error
-}
-
-func (s *Session) send(ref, content string) error {
-	if sa, ok := s.core.(senderAs); ok {
-		return sa.SendAs(s.ctx, ref, content)
+func (s *Session) send(m *ipc.Message) error {
+	conv := m.ConversationID
+	if conv == "" {
+		conv = s.Conversation()
 	}
-	return s.core.Send(ref, content)
+	return s.core.SendTo(s.ctx, conv, m.Ref, m.Content)
 }
 
 // Reply queues m for this client, in order with its events: for the
 // door's own answers (authorization, devices, pairing).
-func (s *Session) Reply(m ipc.Msg) { s.sub.Reply(m) }
+func (s *Session) Reply(m ipc.Msg) { s.current().Reply(m) }
 
 // reply queues m for this client, in order with its events.
 func (s *Session) reply(m ipc.Msg) {
-	s.sub.Reply(m)
+	s.current().Reply(m)
 }
 
 // Handle carries out one request from the client. It returns false when
@@ -182,7 +230,7 @@ func (s *Session) reply(m ipc.Msg) {
 func (s *Session) Handle(m ipc.Msg) bool {
 	switch m := m.(type) {
 	case *ipc.Message:
-		s.refuse(s.send(m.Ref, m.Content), m.Ref)
+		s.refuse(s.send(m), m.Ref)
 	case *ipc.Transcript:
 		add := s.core.AddTranscript
 		if m.Incomplete {
@@ -198,7 +246,7 @@ func (s *Session) Handle(m ipc.Msg) bool {
 	case *ipc.VoiceToolCall:
 		s.voiceTool(m)
 	case *ipc.Cancel:
-		s.refuse(s.core.Cancel(m.Ref), m.Ref)
+		s.refuse(s.core.CancelIn(s.Conversation(), m.Ref), m.Ref)
 	case *ipc.Confirm:
 		s.refuse(s.core.Confirm(m.ID, m.Approve), "")
 	case *ipc.Search:
@@ -227,6 +275,12 @@ func (s *Session) Handle(m ipc.Msg) bool {
 		s.jobs(m)
 	case *ipc.JobRun:
 		s.jobRun(m)
+	case *ipc.Conversations:
+		s.reply(ConversationList(m.Ref, s.Conversation(), s.core.Conversations()))
+	case *ipc.NewConversation:
+		s.newConversation(m)
+	case *ipc.Resume:
+		s.resume(m.ConversationID, m.Ref)
 	case *ipc.Health:
 		s.reply(s.health(m.Ref))
 	case *ipc.Shutdown:
@@ -331,6 +385,13 @@ const voiceTimeout = 30 * time.Second
 // to this client only, with the request's ref (also on the error); Close
 // cancels it.
 func (s *Session) voice(ref string) {
+	if c := s.Conversation(); c != hearth.MainConversation {
+		// Voice talks in main (DESIGN.md "Conversations"): its turns
+		// would not reach a client on another conversation.
+		s.reply(&ipc.Error{Code: ipc.CodeUnavailable, Ref: ref,
+			Message: fmt.Sprintf("voice talks in the main conversation; this client is on %q (resume main first)", c)})
+		return
+	}
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, voiceTimeout)
 		defer cancel()
@@ -533,7 +594,10 @@ func ProposalDecided(o hearth.ProposalOutcome, by, ref string) *ipc.ProposalDeci
 // history answers a history query off the caller's goroutine (it reads
 // the journal); Close cancels it.
 func (s *Session) history(m *ipc.HistoryQuery) {
-	q := hearth.HistoryQuery{Limit: m.Limit, After: m.After, Since: m.Since}
+	q := hearth.HistoryQuery{Limit: m.Limit, After: m.After, Since: m.Since, Conversation: m.ConversationID}
+	if q.Conversation == "" {
+		q.Conversation = s.Conversation()
+	}
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, historyTimeout)
 		defer cancel()

@@ -264,6 +264,7 @@ type redacted struct {
 	Role     string    `json:"role"`
 	TS       time.Time `json:"ts"`
 	Redacted bool      `json:"redacted"`
+	Conv     string    `json:"conv,omitempty"` // the conversation's id is no content
 }
 
 // redact returns line reduced to its skeleton when it is a record that
@@ -276,7 +277,7 @@ func redact(line []byte, forgotten map[string]bool) ([]byte, bool) {
 	if err != nil || !forgotten[rec.ID] || rec.Redacted || rec.IsTombstone() {
 		return nil, false
 	}
-	b, err := json.Marshal(redacted{ID: rec.ID, Role: rec.Role, TS: rec.TS.UTC(), Redacted: true})
+	b, err := json.Marshal(redacted{ID: rec.ID, Role: rec.Role, TS: rec.TS.UTC(), Redacted: true, Conv: rec.Conv})
 	if err != nil {
 		return nil, false
 	}

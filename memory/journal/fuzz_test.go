@@ -58,6 +58,10 @@ func FuzzReplay(f *testing.F) {
 		`{"id":"01HQ0000000000000000000001","role":"user","ts":"2024-02-01T10:00:00Z","redacted":true}   ` + "\n" + v2 + "\n",
 		v1 + "\n" + dec + "\n" + v2 + "\n", // a decision between turns
 		v1 + "\n" + `{"id":"01HQ0000000000000000000004","role":"system","kind":"decision"}` + "\n", // says nothing
+		// records of two conversations, and a conv that is no id
+		v1 + "\n" + `{"id":"01HQ0000000000000000000005","role":"user","text":"x","conv":"trip-1"}` + "\n" + v2 + "\n",
+		`{"id":"01HQ0000000000000000000005","role":"user","text":"x","conv":"Trip 1"}` + "\n" + v2 + "\n",
+		`{"id":"01HQ0000000000000000000005","role":"user","text":"x","conv":7}` + "\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -126,6 +130,36 @@ func FuzzReplay(f *testing.F) {
 			}
 			if diff := cmp.Diff(want, tail, ignoreResponse); diff != "" {
 				t.Errorf("Tail(%d) differs from the end of Scan (-Scan +Tail):\n%s", k, diff)
+			}
+		}
+
+		// TailOf is Tail of one conversation: the end of Scan's turns
+		// of that conversation.
+		for _, conv := range []string{"", "trip-1"} {
+			var mine []journal.Record
+			for _, r := range live {
+				if r.Conv != "" && !journal.ValidConversation(r.Conv) {
+					t.Errorf("Scan visited %s with an invalid conv %q", r.ID, r.Conv)
+				}
+				if r.Conv == conv {
+					mine = append(mine, r)
+				}
+			}
+			// No first bound: the fuzzed ids need not match the shard's
+			// day, which the bound relies on (as ScanAfter does).
+			first := ""
+			for _, k := range []int{1, len(mine) + 1} {
+				tail, err := j.TailOf(conv, k, first)
+				if err != nil {
+					t.Fatalf("TailOf(%q, %d): %v", conv, k, err)
+				}
+				want := mine[len(mine)-min(k, len(mine)):]
+				if len(want) == 0 {
+					want = nil
+				}
+				if diff := cmp.Diff(want, tail, ignoreResponse); diff != "" {
+					t.Errorf("TailOf(%q, %d) differs from Scan's (-Scan +TailOf):\n%s", conv, k, diff)
+				}
 			}
 		}
 

@@ -72,6 +72,10 @@ type Record struct {
 	Decision *Decision `json:"decision,omitempty"`
 	// Redacted marks a forgotten record whose content a purge removed.
 	Redacted bool `json:"redacted,omitempty"`
+	// Conv is the conversation a turn belongs to; "" is the default one
+	// (every record written before conversations existed). Tombstones and
+	// decisions belong to none. See ValidConversation.
+	Conv string `json:"conv,omitempty"`
 }
 
 // ToolCall is one call an agent turn made. Arguments have secrets redacted.
@@ -188,7 +192,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 		}
 		j.active, j.activeSize = newest, size
 		j.w.newest = newest
-		last, err := j.tail(1, false)
+		last, err := j.tail(1, false, nil, "")
 		if err != nil {
 			return nil, err
 		}
@@ -218,6 +222,9 @@ func (j *Journal) Append(ctx context.Context, rec Record) (Record, error) {
 	}
 	if err := checkKind(&rec); err != nil {
 		return Record{}, fmt.Errorf("journal: append: %w", err)
+	}
+	if rec.Conv != "" && !ValidConversation(rec.Conv) {
+		return Record{}, errors.New("journal: append: record's conv is not a valid conversation id")
 	}
 	if err := ctx.Err(); err != nil {
 		return Record{}, fmt.Errorf("journal: append: %w", err)

@@ -27,18 +27,41 @@ const chunkSize = 64 << 10
 // those read has no ResponseID (the provider's state holds what was
 // forgotten).
 func (j *Journal) Tail(n int) ([]Record, error) {
-	return j.tail(n, true)
+	return j.tail(n, true, nil, "")
+}
+
+// TailOf is Tail of one conversation (conv "" is the default one): the
+// last n live turns whose Conv is conv. first, when set, is the id of the
+// conversation's first record: the shards before its day are not read, so
+// that a conversation's tail costs what its span of the journal does, not
+// the whole journal (a day of slack covers clocks that stepped back).
+// Tombstones of every conversation apply.
+func (j *Journal) TailOf(conv string, n int, first string) ([]Record, error) {
+	return j.tail(n, true, &conv, first)
 }
 
 // tail returns the last n valid records, oldest first; only live ones
-// when live is set, else every record, tombstones included.
-func (j *Journal) tail(n int, live bool) ([]Record, error) {
+// when live is set, else every record, tombstones included; only turns of
+// *conv when conv is set, from the shards from first's day on.
+func (j *Journal) tail(n int, live bool, conv *string, first string) ([]Record, error) {
 	if n <= 0 {
 		return nil, nil
 	}
 	shards, err := j.snapshot()
 	if err != nil {
 		return nil, err
+	}
+	if t, ok := idTime(first); ok {
+		from := t.UTC().AddDate(0, 0, -1).Format(dateLayout) + shardExt
+		i := 0
+		for i < len(shards) && shards[i].name < from {
+			i++
+		}
+		shards = shards[i:]
+	}
+	var skip []byte // a line without these bytes is not conv's
+	if conv != nil && *conv != "" {
+		skip = []byte(*conv)
 	}
 	out := make([]Record, 0, min(n, 256)) // newest first
 	// A tombstone is newer than the records it forgets: reading backwards,
@@ -48,6 +71,11 @@ func (j *Journal) tail(n int, live bool) ([]Record, error) {
 	for i := len(shards) - 1; i >= 0 && len(out) < n; i-- {
 		err := j.readShard(shards[i], func(f *os.File, path string, size int64) error {
 			return reverseLines(f, size, func(off int64, line []byte, tooLong bool) bool {
+				if skip != nil && !tooLong && !bytes.Contains(line, skip) && !bytes.Contains(line, tombstoneHint) {
+					// Neither this conversation's nor a tombstone: not
+					// worth parsing (its id is not even in the line).
+					return true
+				}
 				rec, ok := j.record(path, "offset", off, line, tooLong)
 				switch {
 				case !ok:
@@ -59,6 +87,8 @@ func (j *Journal) tail(n int, live bool) ([]Record, error) {
 					}
 				case !rec.IsTurn():
 					// A decision: not a turn.
+				case conv != nil && rec.Conv != *conv:
+					// Another conversation's.
 				case forgotten[rec.ID] || rec.Redacted:
 					if rec.ID < gap {
 						gap = rec.ID
@@ -137,6 +167,9 @@ func (j *Journal) scan(ctx context.Context, near, id string, fn func(Record) err
 			return forwardLines(io.NewSectionReader(f, 0, size), func(lineNo int, line []byte, tooLong bool) error {
 				if err := ctx.Err(); err != nil {
 					return fmt.Errorf("journal: scan: %w", err)
+				}
+				if id != "" && !tooLong && idAtMost(line, id) {
+					return nil // before the cursor: not worth parsing
 				}
 				rec, ok := j.record(path, "line", lineNo, line, tooLong)
 				if !ok || (id != "" && rec.ID <= id) || forgotten[rec.ID] || rec.Redacted {
@@ -267,7 +300,28 @@ func parseRecord(line []byte) (Record, error) {
 	if err := checkKind(&rec); err != nil {
 		return Record{}, err
 	}
+	if rec.Conv != "" && !ValidConversation(rec.Conv) {
+		return Record{}, errors.New("record's conv is not a valid conversation id")
+	}
 	return rec, nil
+}
+
+// MaxConversationID is the longest conversation id.
+const MaxConversationID = 64
+
+// ValidConversation reports whether s may name a conversation: 1 to 64
+// of a-z, 0-9, '-' and '_'.
+func ValidConversation(s string) bool {
+	if s == "" || len(s) > MaxConversationID {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // reverseLines calls fn with each line of the first size bytes of r, last
@@ -391,4 +445,19 @@ func forwardLines(r io.Reader, fn func(lineNo int, line []byte, tooLong bool) er
 		lineNo++
 		long, tooLong = long[:0], false
 	}
+}
+
+// idPrefix starts every line the writer writes: the record's id first.
+var idPrefix = []byte(`{"id":"`)
+
+// idAtMost reports whether line, as the writer writes it, holds a record
+// whose id sorts at or before id, read without parsing the line. A line
+// in another shape (a hand edit) is not judged: false. A lower-case id
+// sorts after its canonical upper case, so it is never wrongly judged.
+func idAtMost(line []byte, id string) bool {
+	const n = 26 // a ULID's length
+	if len(id) != n || len(line) < len(idPrefix)+n+1 || !bytes.HasPrefix(line, idPrefix) || line[len(idPrefix)+n] != '"' {
+		return false
+	}
+	return string(line[len(idPrefix):len(idPrefix)+n]) <= id
 }

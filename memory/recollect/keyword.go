@@ -16,8 +16,11 @@ import (
 // provenance recall gives its documents (indexer.Docs): kind "tool" and
 // the tool's name as channel for a tool record, else kind "turn" and
 // channel "voice" for a spoken turn, "chat" for a typed one; session is
-// the conversation's id.
+// the conversation's id (the record's own when it names one).
 func Provenance(r journal.Record, session string) memory.Hit {
+	if r.Conv != "" {
+		session = r.Conv // a record of another conversation than the default one
+	}
 	h := memory.Hit{ID: r.ID, Kind: memory.KindTurn, Role: r.Role, Session: session, Channel: "chat", Mode: mode(r.Mode), Text: r.Text, TS: r.TS}
 	switch {
 	case r.Role == memory.RoleTool:

@@ -593,6 +593,9 @@ func lag(cursor, latest string) time.Duration {
 // nothing to recall (empty, injected context, an agent step that only
 // called tools), several for a long one.
 func Docs(r journal.Record, session string) []recall.Doc {
+	if r.Conv != "" {
+		session = r.Conv // a record of another conversation than the default one
+	}
 	base := recall.Doc{ID: r.ID, Kind: recall.KindTurn, Role: r.Role, Mode: r.Mode, Channel: "chat", Session: session, TS: r.TS}
 	if r.Mode == "voice" {
 		base.Channel = "voice"
