@@ -316,20 +316,32 @@ func (s *slab) scan(q *vquery, lo, hi int, f *filter, attrs []attr, h *topK) {
 }
 
 // scanChunks is scan with dotRows7, a block of rows at a time: the same
-// sums, so the same scores.
+// sums, so the same scores. With a filter, a block none of whose rows
+// pass it is not scored at all (a dated query's window is a run of rows:
+// the rest of the slab is only filtered).
 func (s *slab) scanChunks(q *vquery, lo, hi int, f *filter, attrs []attr, h *topK) {
 	var out [dotBlock]uint32
+	var pass [dotBlock]bool
 	wpr := s.wpr
 	nchunks := len(q.chunks) / 32
 	for b := lo; b < hi; b += dotBlock {
 		n := min(dotBlock, hi-b)
+		rows := s.rows[b : b+n]
+		any := false
+		for i := range rows {
+			m := &rows[i]
+			pass[i] = m.slot != deadRow && (f == nil || f.match(&attrs[m.slot]))
+			any = any || pass[i]
+		}
+		if !any {
+			continue
+		}
 		dotRows7(&q.chunks[0], &s.words[b*wpr], n, wpr*8, nchunks, &out[0])
 		for i, dot := range out[:n] {
-			m := &s.rows[b+i]
-			if m.slot == deadRow || (f != nil && !f.match(&attrs[m.slot])) {
+			if !pass[i] {
 				continue
 			}
-			sc := q.coarse(m, uint64(dot))
+			sc := q.coarse(&rows[i], uint64(dot))
 			if len(h.h) < h.k || sc > h.h[0].score {
 				h.push(sc, uint32(b+i))
 			}
