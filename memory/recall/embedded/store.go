@@ -108,11 +108,69 @@ func (in *interner) intern(s string) uint32 {
 
 // idMap finds a slot by document id. It is keyed by a 64-bit hash of the
 // id (checked against the id in the arena) so that it holds no strings;
-// the rare id whose hash collides with another's goes to over.
+// the rare id whose hash collides with another's goes to over. The ids
+// of a snapshot are in table instead (in place, see snapshot.go): the map
+// holds only those added since, and is asked first.
 type idMap struct {
 	seed   maphash.Seed
 	byHash map[uint64]uint32
 	over   map[string]uint32
+	table  []uint32
+}
+
+// idHash is the id table's hash, FNV-1a: the same in every process.
+func idHash(id string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// tableLookup finds a live slot by id in the snapshot's id table.
+func (st *state) tableLookup(id string) (uint32, bool) {
+	t := st.ids.table
+	if len(t) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(t) - 1)
+	i := idHash(id) & mask
+	for range t {
+		e := t[i]
+		if e == 0 {
+			return 0, false
+		}
+		if s := e - 1; string(st.id(s)) == id {
+			return s, !st.attrs[s].dead
+		}
+		i = (i + 1) & mask
+	}
+	return 0, false
+}
+
+// idTable returns an id table of the live slots.
+func (st *state) idTable() []uint32 {
+	if st.live == 0 {
+		return nil
+	}
+	n := 16
+	for n < 2*st.live {
+		n *= 2
+	}
+	t := make([]uint32, n)
+	mask := uint64(n - 1)
+	for s := range st.slots {
+		if st.attrs[s].dead {
+			continue
+		}
+		i := idHash(string(st.id(uint32(s)))) & mask
+		for t[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t[i] = uint32(s) + 1
+	}
+	return t
 }
 
 func newIDMap() idMap {
@@ -194,7 +252,7 @@ func (st *state) lookup(id string) (uint32, bool) {
 	if ok && string(st.id(s)) == id {
 		return s, true
 	}
-	return 0, false
+	return st.tableLookup(id)
 }
 
 func (st *state) setID(id string, s uint32) {
