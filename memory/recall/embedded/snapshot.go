@@ -296,14 +296,14 @@ func writeSnapshot(w *bufio.Writer, st *state, h snapHead) error {
 	var termBytes, postings uint64
 	for i, t := range names {
 		termBytes += uint64(uvarintLen(uint64(len(t)))+len(t)) + 8
-		postings += uint64(len(st.posts[i].slots))
+		postings += uint64(st.posts[i].len())
 	}
 	var tb []byte
 	sw.begin(termBytes)
 	for i, t := range names {
 		tb = binary.AppendUvarint(tb, uint64(len(t)))
 		tb = append(tb, t...)
-		tb = binary.LittleEndian.AppendUint32(tb, uint32(len(st.posts[i].slots)))
+		tb = binary.LittleEndian.AppendUint32(tb, uint32(st.posts[i].len()))
 		tb = binary.LittleEndian.AppendUint32(tb, st.posts[i].live)
 		if len(tb) >= 64<<10 {
 			sw.write(tb)
@@ -316,12 +316,14 @@ func writeSnapshot(w *bufio.Writer, st *state, h snapHead) error {
 	sw.begin(postings * 4)
 	for i := range st.posts {
 		sw.write(bytesOf(st.posts[i].slots))
+		sw.write(bytesOf(st.posts[i].more))
 	}
 	sw.end()
 
 	sw.begin(postings)
 	for i := range st.posts {
 		sw.write(st.posts[i].tfs)
+		sw.write(st.posts[i].moreTfs)
 	}
 	sw.end()
 	return sw.err

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -450,7 +451,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 	for i := range old.posts {
 		a, b := old.posts[i], st.posts[i]
-		if !slicesEqual(a.slots, b.slots) || !bytes.Equal(a.tfs, b.tfs) || a.live != b.live {
+		if !slicesEqual(slices.Concat(a.slots, a.more), slices.Concat(b.slots, b.more)) ||
+			!bytes.Equal(slices.Concat(a.tfs, a.moreTfs), slices.Concat(b.tfs, b.moreTfs)) || a.live != b.live {
 			t.Errorf("postings %d differ", i)
 		}
 	}
@@ -527,5 +529,34 @@ func TestSnapshotColumnsWritable(t *testing.T) {
 	}
 	if !bytes.Equal(before, after) {
 		t.Error("writes to the loaded index changed the snapshot file")
+	}
+}
+
+// TestSnapshotPostingsStayInPlace adds documents to an index loaded from a
+// snapshot: the terms' lists the snapshot held stay in its mapping (a new
+// posting goes to the list's heap part) instead of each list that gains
+// a document being copied whole to the heap.
+func TestSnapshotPostingsStayInPlace(t *testing.T) {
+	dir := t.TempDir()
+	ix := openT(t, dir, snapDim)
+	fillIndex(t, ix, 1, 300)
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix = openT(t, dir, snapDim)
+	defer ix.Close()
+	ix.mu.RLock()
+	p := &ix.st.posts[ix.st.terms["coffee"]]
+	before, n := &p.slots[0], len(p.slots)
+	ix.mu.RUnlock()
+	fillIndex(t, ix, 2, 50) // "coffee" again, among others
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	p = &ix.st.posts[ix.st.terms["coffee"]]
+	if &p.slots[0] != before || len(p.slots) != n {
+		t.Errorf("the snapshot's list of \"coffee\" moved or changed (%d postings, were %d)", len(p.slots), n)
+	}
+	if len(p.more) == 0 {
+		t.Error("the new postings of \"coffee\" are not in its heap part")
 	}
 }

@@ -44,12 +44,30 @@ type slot struct {
 	recSize  uint32 // bytes of its record in the file
 }
 
-// postings lists the slots holding a term.
+// postings lists the slots holding a term: those a snapshot held (in
+// place in its mapping), then those added since (on the heap), so that a
+// new posting of a common term does not copy its whole list.
 type postings struct {
-	slots []uint32 // ascending
-	tfs   []uint8  // term frequency, saturated at 255
-	live  uint32   // live slots among them: the document frequency
+	slots   []uint32 // ascending
+	tfs     []uint8  // term frequency, saturated at 255
+	more    []uint32 // ascending, after every one of slots
+	moreTfs []uint8
+	live    uint32 // live slots among them: the document frequency
 }
+
+// parts returns the two runs of a list, in order.
+func (p *postings) parts() [2]struct {
+	slots []uint32
+	tfs   []uint8
+} {
+	return [2]struct {
+		slots []uint32
+		tfs   []uint8
+	}{{p.slots, p.tfs}, {p.more, p.moreTfs}}
+}
+
+// len is the number of postings, live or dead.
+func (p *postings) len() int { return len(p.slots) + len(p.more) }
 
 // arena stores ids in large chunks, so that a million documents
 // are a few hundred allocations rather than two million strings for the
@@ -350,8 +368,8 @@ func (st *state) put(p *prepared, off uint64, recSize uint32) (garbage int64, er
 			st.posts = append(st.posts, postings{})
 		}
 		pl := &st.posts[ti]
-		pl.slots = append(pl.slots, s)
-		pl.tfs = append(pl.tfs, uint8(min(p.tfs[i], math.MaxUint8)))
+		pl.more = append(pl.more, s)
+		pl.moreTfs = append(pl.moreTfs, uint8(min(p.tfs[i], math.MaxUint8)))
 		pl.live++
 	}
 	st.postCount += int64(len(p.terms))
