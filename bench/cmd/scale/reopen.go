@@ -66,6 +66,19 @@ type modeCPU struct {
 	P95    time.Duration `json:"p95_ns"`
 	Bytes  int64         `json:"alloc_bytes"`
 	Allocs int64         `json:"allocs"`
+	// Faults are page faults per query, minor and major: mapped pages
+	// brought in (a major one read the disk).
+	MinorFaults float64 `json:"minor_faults"`
+	MajorFaults float64 `json:"major_faults"`
+}
+
+// faults returns this process's minor and major page faults so far.
+func faults() (minor, major int64) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0
+	}
+	return ru.Minflt, ru.Majflt
 }
 
 // cpuTime is the CPU time, user and system, that this process has used.
@@ -185,9 +198,11 @@ func reopen(ctx context.Context, cfg config, dir string, n int) (*reopenResult, 
 		lat := make([]time.Duration, 0, cfg.queries)
 		cpu := make([]time.Duration, 0, cfg.queries)
 		var m0, m1 runtime.MemStats
+		var min0, maj0 int64
 		for i, q := range queries {
 			if i == reopenWarmup {
 				runtime.ReadMemStats(&m0)
+				min0, maj0 = faults()
 			}
 			c, t := cpuTime(), time.Now()
 			if _, err := search(ctx, recallbench.SearchQuery{Text: q, K: cfg.k, At: at}); err != nil {
@@ -200,6 +215,7 @@ func reopen(ctx context.Context, cfg config, dir string, n int) (*reopenResult, 
 			}
 		}
 		runtime.ReadMemStats(&m1)
+		min1, maj1 := faults()
 		res.Latency = append(res.Latency, recallbench.ModeLatency{Mode: mode,
 			P50: recallbench.Percentile(lat, 50), P95: recallbench.Percentile(lat, 95), Max: recallbench.Percentile(lat, 100)})
 		var sum time.Duration
@@ -209,7 +225,8 @@ func reopen(ctx context.Context, cfg config, dir string, n int) (*reopenResult, 
 		nq := int64(max(len(cpu), 1))
 		res.QueryCPU = append(res.QueryCPU, modeCPU{Mode: mode, Mean: sum / time.Duration(nq),
 			P50: recallbench.Percentile(cpu, 50), P95: recallbench.Percentile(cpu, 95),
-			Bytes: int64(m1.TotalAlloc-m0.TotalAlloc) / nq, Allocs: int64(m1.Mallocs-m0.Mallocs) / nq})
+			Bytes: int64(m1.TotalAlloc-m0.TotalAlloc) / nq, Allocs: int64(m1.Mallocs-m0.Mallocs) / nq,
+			MinorFaults: float64(min1-min0) / float64(nq), MajorFaults: float64(maj1-maj0) / float64(nq)})
 	}
 	stop()
 	res.QueryRSS, _ = procStatus("VmRSS")
@@ -324,11 +341,11 @@ func writeReopenMarkdown(w io.Writer, rs []sizeResult) {
 	fmt.Fprintf(w, "\nThe same reopen in CPU time (user + system, every thread: what a busy machine does not inflate) and bytes; RSS split into anonymous (heap) and file pages (mapped snapshot), steady after the queries and after one more document indexed:\n\n")
 	fmt.Fprint(w, "| turns | open CPU | open RSS anon + file | steady RSS anon + file | after a write anon + file |")
 	for _, c := range rs[0].Reopen.QueryCPU {
-		fmt.Fprintf(w, " %s CPU/query mean | p95 | alloc/query |", c.Mode)
+		fmt.Fprintf(w, " %s CPU/query mean | p95 | alloc/query | page faults/query |", c.Mode)
 	}
 	fmt.Fprint(w, "\n|--:|--:|--:|--:|--:|")
 	for range rs[0].Reopen.QueryCPU {
-		fmt.Fprint(w, "--:|--:|--:|")
+		fmt.Fprint(w, "--:|--:|--:|--:|")
 	}
 	fmt.Fprintln(w)
 	for _, r := range rs {
@@ -339,7 +356,8 @@ func writeReopenMarkdown(w io.Writer, rs []sizeResult) {
 		fmt.Fprintf(w, "| %d | %.2f s | %.0f + %.0f MiB | %.0f + %.0f MiB | %.0f + %.0f MiB |", r.Turns, o.OpenCPU.Seconds(),
 			mib(o.OpenAnon), mib(o.OpenFile), mib(o.SteadyAnon), mib(o.SteadyFile), mib(o.WriteAnon), mib(o.WriteFile))
 		for _, c := range o.QueryCPU {
-			fmt.Fprintf(w, " %.2f ms | %.2f ms | %.0f KiB, %d allocs |", ms(c.Mean), ms(c.P95), float64(c.Bytes)/(1<<10), c.Allocs)
+			fmt.Fprintf(w, " %.2f ms | %.2f ms | %.0f KiB, %d allocs | %.0f (%.1f major) |", ms(c.Mean), ms(c.P95), float64(c.Bytes)/(1<<10), c.Allocs,
+				c.MinorFaults+c.MajorFaults, c.MajorFaults)
 		}
 		fmt.Fprintln(w)
 	}
