@@ -345,7 +345,9 @@ func (ix *Index) loadSnapshot(f *os.File, total int64) (*state, int64) {
 	if err != nil {
 		return discard(err)
 	}
-	col := func(off, n, capBytes int) ([]byte, func(), error) { return mapColumn(sf, int64(off), n, capBytes) }
+	col := func(off, n, capBytes int, hot bool) ([]byte, func(), error) {
+		return mapColumn(sf, int64(off), n, capBytes, hot)
+	}
 	st, h, err := decodeSnapshot(b, ix.dim, col)
 	if err == nil {
 		if err = matchFile(f, total, h); err != nil {

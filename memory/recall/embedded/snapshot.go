@@ -362,12 +362,12 @@ func (sr *snapReader) section(what string) ([]byte, error) {
 
 // columnFunc returns the n bytes of a snapshot at off (a page boundary) as
 // a column the index may change and append to, with room for about
-// capBytes, and what frees it.
-type columnFunc func(off, n, capBytes int) ([]byte, func(), error)
+// capBytes, and what frees it. A hot column is read whole by every query.
+type columnFunc func(off, n, capBytes int, hot bool) ([]byte, func(), error)
 
 // heapColumns is a columnFunc copying from b onto the heap.
 func heapColumns(b []byte) columnFunc {
-	return func(off, n, _ int) ([]byte, func(), error) {
+	return func(off, n, _ int, _ bool) ([]byte, func(), error) {
 		c := heapColumn(n, n)
 		copy(c, b[off:off+n])
 		return c, func() {}, nil
@@ -501,8 +501,8 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 		}
 		return data, err
 	}
-	column := func(data []byte, unit int) ([]byte, error) {
-		c, release, err := col(sr.at, len(data), growRoom(len(data), unit))
+	column := func(data []byte, unit int, hot bool) ([]byte, error) {
+		c, release, err := col(sr.at, len(data), growRoom(len(data), unit), hot)
 		if err != nil {
 			return nil, fmt.Errorf("snapshot: map column: %v: %w", err, ErrCorrupt)
 		}
@@ -588,7 +588,7 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 			st.totalDL += uint64(a.dl)
 		}
 	}
-	c, err := column(data, snapAttr)
+	c, err := column(data, snapAttr, false)
 	if err != nil {
 		return nil, err
 	}
@@ -632,7 +632,7 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 	if idOff != uint64(len(ids)) {
 		return nil, errSnap("ids of %d bytes, slots use %d", len(ids), idOff)
 	}
-	if c, err = column(data, snapSlot); err != nil {
+	if c, err = column(data, snapSlot, false); err != nil {
 		return nil, err
 	}
 	st.slots = viewAs[slot](c)
@@ -692,14 +692,14 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 			return nil, errSnap("slot %d: row %d belongs to another", i, r)
 		}
 	}
-	if c, err = column(data, snapRow); err != nil {
+	if c, err = column(data, snapRow, true); err != nil {
 		return nil, err
 	}
 	st.vecs.rows = viewAs[rowMeta](c)
 	if data, err = sec("words", st.vecs.wpr*8, h.rows); err != nil {
 		return nil, err
 	}
-	if c, err = column(data, st.vecs.wpr*8); err != nil {
+	if c, err = column(data, st.vecs.wpr*8, true); err != nil {
 		return nil, err
 	}
 	st.vecs.words = viewAs[uint64](c)
