@@ -46,6 +46,9 @@ func mapColumn(f *os.File, off int64, n, capBytes int, hot bool) (b []byte, rele
 	release = func() { _ = unix.MunmapPtr(base, uintptr(size)) }
 	if hot {
 		b = unsafe.Slice((*byte)(base), size)[:n]
+		// Huge pages where the kernel has them: a few hundred faults
+		// instead of one per 4 KiB page for the read below.
+		_ = unix.Madvise(unsafe.Slice((*byte)(base), size), unix.MADV_HUGEPAGE)
 		if _, err := f.ReadAt(b, off); err != nil {
 			release()
 			return nil, nil, err
