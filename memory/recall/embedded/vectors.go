@@ -26,6 +26,12 @@ import (
 // 82 ns, SWAR scan 25–29 ns, on a busy machine). The coarse stage loses
 // nothing against scoring every row with the 8-bit codes: the exact 8-bit
 // top 10 sits within the coarse top 11.
+//
+// Where the CPU has AVX2 the coarse sums run through dotRows7
+// (dot_amd64.s): 32 products a step, the same integers as dotSWAR, so the
+// ranking does not depend on the machine. BenchmarkKernel/avx2: 6.8
+// ns/row against the SWAR scan's 40 on the loaded machine (at 1M rows the
+// scan is then bound by memory bandwidth).
 
 // maxDim bounds the dimension an index accepts.
 const maxDim = 1 << 16
