@@ -57,8 +57,13 @@ func TestRunChildren(t *testing.T) {
 		if o := r.Reopen; o == nil || o.Open <= 0 || o.OpenRSS <= 0 || o.SteadyRSS <= 0 || len(o.Latency) != 1 || o.Latency[0].P95 <= 0 {
 			t.Errorf("%d turns: reopen %+v", r.Turns, o)
 		}
+		// And without the wall clock: CPU time, allocations, RSS split.
+		if o := r.Reopen; o == nil || len(o.QueryCPU) != 1 || o.QueryCPU[0].Mean <= 0 || o.QueryCPU[0].Allocs <= 0 ||
+			o.SteadyAnon <= 0 || o.SteadyFile <= 0 || o.WriteRSS <= 0 || o.WriteAnon <= 0 {
+			t.Errorf("%d turns: reopen CPU and memory %+v", r.Turns, o)
+		}
 	}
-	if !strings.Contains(out, "Reopened in a fresh process") {
+	if !strings.Contains(out, "Reopened in a fresh process") || !strings.Contains(out, "open CPU") {
 		t.Errorf("no reopen table:\n%s", out)
 	}
 	// Each child removed its index.

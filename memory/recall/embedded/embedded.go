@@ -345,9 +345,14 @@ func (ix *Index) loadSnapshot(f *os.File, total int64) (*state, int64) {
 	if err != nil {
 		return discard(err)
 	}
-	st, h, err := decodeSnapshot(b, ix.dim)
+	col := func(off, n, capBytes int, hot bool) ([]byte, func(), error) {
+		return mapColumn(sf, int64(off), n, capBytes, hot)
+	}
+	st, h, err := decodeSnapshot(b, ix.dim, col)
 	if err == nil {
-		err = matchFile(f, total, h)
+		if err = matchFile(f, total, h); err != nil {
+			st.release()
+		}
 	}
 	if err != nil {
 		release()
@@ -355,7 +360,8 @@ func (ix *Index) loadSnapshot(f *os.File, total int64) (*state, int64) {
 	}
 	drop()
 	st.read = ix.readRecord
-	st.release = release
+	columns := st.release
+	st.release = func() { columns(); release() }
 	ix.lastOff = h.lastOff
 	return st, int64(h.covers)
 }

@@ -8,7 +8,8 @@ import (
 // BenchmarkKernel compares ways to scan a flat slab of 250k 100-dim
 // vectors on one goroutine (the numbers behind the choice documented in
 // vectors.go): a float32 loop, an int8 loop with int32 accumulation, and
-// the 7-bit SWAR scan the index uses (slab.scan, read-ahead included).
+// the 7-bit SWAR scan (slab.scan, read-ahead included), and the same sums
+// with AVX2 (swar7/avx2, what slab.scan uses where the CPU has it).
 func BenchmarkKernel(b *testing.B) {
 	const rows, dim = 250_000, 100
 	r := rand.New(rand.NewPCG(9, 9))
@@ -65,12 +66,25 @@ func BenchmarkKernel(b *testing.B) {
 		_ = sink
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/rows, "ns/row")
 	})
+	s := newSlab(dim)
+	qz := quantized{codes: make([]byte, dim)}
+	for i := range rows {
+		quantize(randUnit(r, dim), &qz)
+		s.add(&qz, uint32(i))
+	}
 	b.Run("swar7", func(b *testing.B) {
-		s := newSlab(dim)
-		qz := quantized{codes: make([]byte, dim)}
-		for i := range rows {
-			quantize(randUnit(r, dim), &qz)
-			s.add(&qz, uint32(i))
+		vq := s.prepare(q)
+		vq.chunks = nil
+		for b.Loop() {
+			s.scan(vq, 0, rows, nil, nil, newTopK(36))
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/rows, "ns/row")
+	})
+	// The same sums through the AVX2 kernel (what slab.scan uses where
+	// the CPU has it).
+	b.Run("avx2", func(b *testing.B) {
+		if !haveDotRows {
+			b.Skip("no AVX2 here")
 		}
 		vq := s.prepare(q)
 		for b.Loop() {

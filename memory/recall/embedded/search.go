@@ -68,7 +68,7 @@ func (st *state) lexical(query string, k int, f *filter, sc *scratch, procs int)
 		df := float64(p.live)
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 		qs = append(qs, qterm{p: p, w: float32(idf * float64(qtfs[i]) * (bm25K1 + 1))})
-		work += len(p.slots)
+		work += p.len()
 	}
 	if len(qs) == 0 {
 		return nil
@@ -93,26 +93,28 @@ func (st *state) lexical(query string, k int, f *filter, sc *scratch, procs int)
 		touched := sc.touched[w][:0]
 		attrs := st.attrs
 		for _, q := range qs {
-			slotsList, tfs := q.p.slots, q.p.tfs
-			i := 0
-			if lo > 0 {
-				i, _ = slices.BinarySearch(slotsList, uint32(lo))
-			}
-			for ; i < len(slotsList); i++ {
-				s := slotsList[i]
-				if int(s) >= hi {
-					break
+			for _, part := range q.p.parts() {
+				slotsList, tfs := part.slots, part.tfs
+				i := 0
+				if lo > 0 {
+					i, _ = slices.BinarySearch(slotsList, uint32(lo))
 				}
-				a := &attrs[s]
-				if a.dead || (f != nil && !f.match(a)) {
-					continue
+				for ; i < len(slotsList); i++ {
+					s := slotsList[i]
+					if int(s) >= hi {
+						break
+					}
+					a := &attrs[s]
+					if a.dead || (f != nil && !f.match(a)) {
+						continue
+					}
+					tf := float32(tfs[i])
+					v := q.w * tf / (tf + c0 + c1*float32(a.dl))
+					if acc[s] == 0 {
+						touched = append(touched, s)
+					}
+					acc[s] += v
 				}
-				tf := float32(tfs[i])
-				v := q.w * tf / (tf + c0 + c1*float32(a.dl))
-				if acc[s] == 0 {
-					touched = append(touched, s)
-				}
-				acc[s] += v
 			}
 		}
 		t := newTopK(k)

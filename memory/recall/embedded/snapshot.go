@@ -2,12 +2,11 @@ package embedded
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
-	"hash/maphash"
 	"math"
 	"strings"
 	"unsafe"
@@ -22,7 +21,8 @@ import (
 //	header   = magic "mnemosnp" | version u16 | flags u16 | dim u32 |
 //	           covers u64 | lastOff u64 | lastFrame [12] |
 //	           slots u32 | rows u32 | terms u32 | 0 u32 | crc u32
-//	section  = length u64 | data | pad to 8 | crc(data) u32 | 0 u32
+//	section  = length u64 | pad to a 4 KiB boundary | data | pad to 8 |
+//	           crc(data) u32 | 0 u32
 //
 // covers is the index file's size when the snapshot was taken: the
 // snapshot holds exactly the records before it, and Open replays those
@@ -31,16 +31,26 @@ import (
 // so that a snapshot of another file (compacted or reset since) is not
 // taken for this one's. Rewriting the file removes the snapshot first.
 //
-// The sections, in order: interned strings, meta values, attrs, slots,
-// ids, vector rows, vector words, terms (each with its postings' count and
-// live count), the postings' slot numbers (u32) and their term
-// frequencies (u8). Every section starts 8-byte aligned, so that Open can
-// use the postings in place in a read-only mapping of the file: they are
-// most of an index's memory and a query reads only its terms' lists.
+// The sections, in order: interned strings, meta values, meta record
+// sizes, ids, attrs, slots, the id table, vector rows, vector words, terms
+// (each with its postings' count and live count), the postings' slot
+// numbers (u32) and their term frequencies (u8). Every section's data
+// starts on a page boundary, so that Open uses them in place: the
+// postings, ids and id table in a read-only mapping of the file (a query
+// reads only its terms' lists), and the columns that change and grow —
+// attrs, slots, vector rows and words, in this machine's layout of the
+// structs — each in a private writable mapping with room to grow (see
+// mapColumn). Version 1 decoded every column onto the heap and built the
+// id map at open; its snapshots are replaced (the file is replayed once).
+//
+// The id table is open addressing with linear probing over a power of
+// two of u32 entries, slot+1 (0 empty), at FNV-1a of the id: it finds a
+// document by id from the mapping, without a map built at open.
 const (
 	snapMagic   = "mnemosnp"
-	snapVersion = 1
+	snapVersion = 2
 	snapHeader  = 64
+	snapAlign   = 4096
 )
 
 // SnapName is the snapshot inside the index directory.
@@ -100,35 +110,55 @@ func decodeSnapHead(b []byte) (snapHead, error) {
 	return h, nil
 }
 
-// Fixed sizes of the per-slot, per-row records in a snapshot.
+// Sizes of the per-slot and per-row records in a snapshot: the structs
+// as they are in memory (little-endian, Go's layout; the arrays below fail
+// to compile if the layout changes). attr: ts i64 | session | role | kind
+// | dl u32 | dead u8 | pad [7]; slot: rec u64 | off u64 | idLen | mode |
+// channel | salience | row | recSize u32; rowMeta: min | step | h | slot.
 const (
-	snapAttr = 25 // ts i64 | session | role | kind | dl u32 | dead u8
-	snapSlot = 32 // rec u64 | idLen | mode | channel | salience | row | recSize u32
-	snapRow  = 16 // min | step | h | slot u32
+	snapAttr = int(unsafe.Sizeof(attr{}))
+	snapSlot = int(unsafe.Sizeof(slot{}))
+	snapRow  = int(unsafe.Sizeof(rowMeta{}))
+)
+
+var (
+	_ = [1]int{}[unsafe.Sizeof(attr{})-32]
+	_ = [1]int{}[unsafe.Offsetof(attr{}.dead)-24]
+	_ = [1]int{}[unsafe.Sizeof(slot{})-40]
+	_ = [1]int{}[unsafe.Offsetof(slot{}.recSize)-36]
+	_ = [1]int{}[unsafe.Sizeof(rowMeta{})-16]
 )
 
 // snapWriter writes sections.
 type snapWriter struct {
 	w    *bufio.Writer
 	crc  hash.Hash32
+	pos  uint64 // bytes written
 	n    uint64 // bytes of the current section written
 	want uint64
 	err  error
 	tmp  []byte
 }
 
+var zeros [snapAlign]byte
+
 func (sw *snapWriter) begin(n uint64) {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], n)
 	sw.raw(b[:])
+	sw.raw(zeros[:alignPad(sw.pos)])
 	sw.crc.Reset()
 	sw.n, sw.want = 0, n
 }
+
+// alignPad is how many bytes take pos to the next page boundary.
+func alignPad(pos uint64) uint64 { return (snapAlign - pos%snapAlign) % snapAlign }
 
 func (sw *snapWriter) raw(b []byte) {
 	if sw.err == nil {
 		_, sw.err = sw.w.Write(b)
 	}
+	sw.pos += uint64(len(b))
 }
 
 func (sw *snapWriter) write(b []byte) {
@@ -179,8 +209,20 @@ func unsafeBytes(s string) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
 
+// bytesOf views a slice of pointer-free values as its bytes in memory.
+func bytesOf[T any](v []T) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*int(unsafe.Sizeof(z)))
+}
+
 // writeSnapshot writes st as a snapshot with header h to w.
 func writeSnapshot(w *bufio.Writer, st *state, h snapHead) error {
+	if !nativeLE {
+		return errors.New("snapshots are written on little-endian machines only")
+	}
 	h.dim = st.dim
 	h.slots, h.rows, h.terms = uint32(len(st.slots)), uint32(len(st.vecs.rows)), uint32(len(st.posts))
 	sw := &snapWriter{w: w, crc: crc32.New(castagnoli)}
@@ -199,67 +241,51 @@ func writeSnapshot(w *bufio.Writer, st *state, h snapHead) error {
 	sw.write(sizes)
 	sw.end()
 
-	var b []byte
-	flush := func(force bool) {
-		if len(b) >= 64<<10 || force && len(b) > 0 {
-			sw.write(b)
-			b = b[:0]
-		}
-	}
-	sw.begin(uint64(len(st.attrs)) * snapAttr)
-	for i := range st.attrs {
-		a := &st.attrs[i]
-		b = binary.LittleEndian.AppendUint64(b, uint64(a.ts))
-		b = binary.LittleEndian.AppendUint32(b, a.session)
-		b = binary.LittleEndian.AppendUint32(b, a.role)
-		b = binary.LittleEndian.AppendUint32(b, a.kind)
-		b = binary.LittleEndian.AppendUint32(b, a.dl)
-		var dead byte
-		if a.dead {
-			dead = 1
-		}
-		b = append(b, dead)
-		flush(false)
-	}
-	flush(true)
-	sw.end()
-
+	// The ids, each slot's at the offset its record below names.
 	var idBytes uint64
-	sw.begin(uint64(len(st.slots)) * snapSlot)
 	for i := range st.slots {
-		s := &st.slots[i]
-		b = binary.LittleEndian.AppendUint64(b, s.rec)
-		for _, v := range [...]uint32{s.idLen, s.mode, s.channel, math.Float32bits(s.salience), uint32(s.row), s.recSize} {
-			b = binary.LittleEndian.AppendUint32(b, v)
-		}
-		idBytes += uint64(s.idLen)
-		flush(false)
+		idBytes += uint64(st.slots[i].idLen)
 	}
-	flush(true)
-	sw.end()
-
 	sw.begin(idBytes)
 	for i := range st.slots {
 		sw.write(st.id(uint32(i)))
 	}
 	sw.end()
 
-	sw.begin(uint64(len(st.vecs.rows)) * snapRow)
-	for _, r := range st.vecs.rows {
-		for _, v := range [...]uint32{math.Float32bits(r.min), math.Float32bits(r.step), r.h, r.slot} {
-			b = binary.LittleEndian.AppendUint32(b, v)
+	sw.begin(uint64(len(st.attrs) * snapAttr))
+	sw.write(bytesOf(st.attrs))
+	sw.end()
+
+	var b []slot
+	flush := func(force bool) {
+		if len(b) >= 4096 || force && len(b) > 0 {
+			sw.write(bytesOf(b))
+			b = b[:0]
 		}
+	}
+	sw.begin(uint64(len(st.slots) * snapSlot))
+	var off uint64
+	for i := range st.slots {
+		s := st.slots[i]
+		s.off = off
+		off += uint64(s.idLen)
+		b = append(b, s)
 		flush(false)
 	}
 	flush(true)
 	sw.end()
 
+	table := st.idTable()
+	sw.begin(uint64(len(table) * 4))
+	sw.write(bytesOf(table))
+	sw.end()
+
+	sw.begin(uint64(len(st.vecs.rows) * snapRow))
+	sw.write(bytesOf(st.vecs.rows))
+	sw.end()
+
 	sw.begin(uint64(len(st.vecs.words)) * 8)
-	for _, v := range st.vecs.words {
-		b = binary.LittleEndian.AppendUint64(b, v)
-		flush(false)
-	}
-	flush(true)
+	sw.write(bytesOf(st.vecs.words))
 	sw.end()
 
 	// Terms in posting order, each with its counts.
@@ -270,32 +296,34 @@ func writeSnapshot(w *bufio.Writer, st *state, h snapHead) error {
 	var termBytes, postings uint64
 	for i, t := range names {
 		termBytes += uint64(uvarintLen(uint64(len(t)))+len(t)) + 8
-		postings += uint64(len(st.posts[i].slots))
+		postings += uint64(st.posts[i].len())
 	}
+	var tb []byte
 	sw.begin(termBytes)
 	for i, t := range names {
-		b = binary.AppendUvarint(b, uint64(len(t)))
-		b = append(b, t...)
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(st.posts[i].slots)))
-		b = binary.LittleEndian.AppendUint32(b, st.posts[i].live)
-		flush(false)
+		tb = binary.AppendUvarint(tb, uint64(len(t)))
+		tb = append(tb, t...)
+		tb = binary.LittleEndian.AppendUint32(tb, uint32(st.posts[i].len()))
+		tb = binary.LittleEndian.AppendUint32(tb, st.posts[i].live)
+		if len(tb) >= 64<<10 {
+			sw.write(tb)
+			tb = tb[:0]
+		}
 	}
-	flush(true)
+	sw.write(tb)
 	sw.end()
 
 	sw.begin(postings * 4)
 	for i := range st.posts {
-		for _, s := range st.posts[i].slots {
-			b = binary.LittleEndian.AppendUint32(b, s)
-			flush(false)
-		}
+		sw.write(bytesOf(st.posts[i].slots))
+		sw.write(bytesOf(st.posts[i].more))
 	}
-	flush(true)
 	sw.end()
 
 	sw.begin(postings)
 	for i := range st.posts {
 		sw.write(st.posts[i].tfs)
+		sw.write(st.posts[i].moreTfs)
 	}
 	sw.end()
 	return sw.err
@@ -305,6 +333,7 @@ func writeSnapshot(w *bufio.Writer, st *state, h snapHead) error {
 type snapReader struct {
 	b   []byte
 	off int
+	at  int // where the last section's data starts
 }
 
 // section returns the next section's data, its checksum checked.
@@ -313,7 +342,10 @@ func (sr *snapReader) section(what string) ([]byte, error) {
 		return nil, fmt.Errorf("snapshot: %s: truncated: %w", what, ErrCorrupt)
 	}
 	n := binary.LittleEndian.Uint64(sr.b[sr.off:])
-	start := sr.off + 8
+	start := sr.off + 8 + int(alignPad(uint64(sr.off+8)))
+	if start > len(sr.b) {
+		return nil, fmt.Errorf("snapshot: %s: truncated: %w", what, ErrCorrupt)
+	}
 	padded := n + (8-n%8)%8
 	if padded < n || padded > uint64(len(sr.b)-start) || uint64(len(sr.b)-start)-padded < 8 {
 		return nil, fmt.Errorf("snapshot: %s: length %d past the end: %w", what, n, ErrCorrupt)
@@ -324,8 +356,49 @@ func (sr *snapReader) section(what string) ([]byte, error) {
 		return nil, fmt.Errorf("snapshot: %s: crc %#x, want %#x: %w", what, got, want, ErrCorrupt)
 	}
 	sr.off = tail + 8
+	sr.at = start
 	return data, nil
 }
+
+// columnFunc returns the n bytes of a snapshot at off (a page boundary) as
+// a column the index may change and append to, with room for about
+// capBytes, and what frees it. A hot column is read whole by every query.
+type columnFunc func(off, n, capBytes int, hot bool) ([]byte, func(), error)
+
+// heapColumns is a columnFunc copying from b onto the heap.
+func heapColumns(b []byte) columnFunc {
+	return func(off, n, _ int, _ bool) ([]byte, func(), error) {
+		c := heapColumn(n, n)
+		copy(c, b[off:off+n])
+		return c, func() {}, nil
+	}
+}
+
+// heapColumn is n bytes of zeros with room for capBytes, aligned for any
+// of the columns' types.
+func heapColumn(n, capBytes int) []byte {
+	words := make([]uint64, (max(n, capBytes)+7)/8)
+	if len(words) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 8*len(words))[:n]
+}
+
+// viewAs views a column's bytes (aligned for T) as a []T of the same
+// capacity.
+func viewAs[T any](b []byte) []T {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	if cap(b) < size {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), cap(b)/size)[:len(b)/size]
+}
+
+// growRoom is the capacity a column loaded from a snapshot gets for n
+// bytes: as much again, at least 64k of its records (address space only,
+// until used).
+func growRoom(n, unit int) int { return n + max(n, unit<<16) }
 
 func decodeStrings(b []byte, what string) ([]string, error) {
 	d := decoder{b: b}
@@ -384,11 +457,13 @@ func u64s(b []byte) []uint64 {
 }
 
 // decodeSnapshot decodes a snapshot of an index of dimension dim. The
-// state's postings and vector words alias b, which must outlive it and
+// state's postings, ids and id table alias b, which must outlive it and
 // never change (they are only ever appended to, and an append to a full
-// slice copies). It checks every checksum and every cross-reference, so that a snapshot
-// that passes cannot make a query index out of range.
-func decodeSnapshot(b []byte, dim int) (*state, snapHead, error) {
+// slice copies); its attrs, slots, vector rows and words come from col. It
+// checks every checksum and every cross-reference, so that a snapshot
+// that passes cannot make a query index out of range. The state's release
+// frees the columns.
+func decodeSnapshot(b []byte, dim int, col columnFunc) (*state, snapHead, error) {
 	h, err := decodeSnapHead(b)
 	if err != nil {
 		return nil, h, err
@@ -396,30 +471,59 @@ func decodeSnapshot(b []byte, dim int) (*state, snapHead, error) {
 	if h.dim != dim {
 		return nil, h, errSnap("dimension %d, want %d", h.dim, dim)
 	}
+	if !nativeLE {
+		return nil, h, errSnap("a snapshot is used in place on little-endian machines only")
+	}
+	var releases []func()
+	st, err := decodeSections(b, h, col, &releases)
+	if err != nil {
+		for _, r := range releases {
+			r()
+		}
+		return nil, h, err
+	}
+	st.release = func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+	return st, h, nil
+}
+
+func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*state, error) {
+	dim := h.dim
 	sr := &snapReader{b: b, off: snapHeader}
 	st := newState(dim)
-	sec := func(what string, unit uint64, count uint32) ([]byte, error) {
+	sec := func(what string, unit int, count uint32) ([]byte, error) {
 		data, err := sr.section(what)
-		if err == nil && unit > 0 && uint64(len(data)) != unit*uint64(count) {
+		if err == nil && unit > 0 && uint64(len(data)) != uint64(unit)*uint64(count) {
 			err = errSnap("%s: %d bytes for %d", what, len(data), count)
 		}
 		return data, err
 	}
+	column := func(data []byte, unit int, hot bool) ([]byte, error) {
+		c, release, err := col(sr.at, len(data), growRoom(len(data), unit), hot)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: map column: %v: %w", err, ErrCorrupt)
+		}
+		*releases = append(*releases, release)
+		return c, nil
+	}
 
 	data, err := sec("strings", 0, 0)
 	if err != nil {
-		return nil, h, err
+		return nil, err
 	}
 	strs, err := decodeStrings(data, "string")
 	if err != nil {
-		return nil, h, err
+		return nil, err
 	}
 	if len(strs) == 0 || strs[0] != "" {
-		return nil, h, errSnap("strings do not start with the empty one")
+		return nil, errSnap("strings do not start with the empty one")
 	}
 	for _, s := range strs[1:] {
 		if _, dup := st.strs.ids[s]; dup || s == "" {
-			return nil, h, errSnap("string %q twice", s)
+			return nil, errSnap("string %q twice", s)
 		}
 		st.strs.ids[s] = uint32(len(st.strs.strs))
 		st.strs.strs = append(st.strs.strs, s)
@@ -427,36 +531,43 @@ func decodeSnapshot(b []byte, dim int) (*state, snapHead, error) {
 	nstrs := uint32(len(st.strs.strs))
 
 	if data, err = sec("meta", 0, 0); err != nil {
-		return nil, h, err
+		return nil, err
 	}
 	kv, err := decodeStrings(data, "meta")
 	if err != nil {
-		return nil, h, err
+		return nil, err
 	}
 	if len(kv)%2 != 0 {
-		return nil, h, errSnap("meta: odd number of strings")
+		return nil, errSnap("meta: odd number of strings")
 	}
 	if data, err = sec("meta sizes", 4, uint32(len(kv)/2)); err != nil {
-		return nil, h, err
+		return nil, err
 	}
 	var live int64 = headerSize
 	for i := 0; i < len(kv); i += 2 {
 		if _, dup := st.meta[kv[i]]; dup {
-			return nil, h, errSnap("meta %q twice", kv[i])
+			return nil, errSnap("meta %q twice", kv[i])
 		}
 		n := binary.LittleEndian.Uint32(data[2*i:])
 		st.meta[kv[i]] = metaVal{value: kv[i+1], recSize: n}
 		live += int64(n)
 	}
 
-	if data, err = sec("attrs", snapAttr, h.slots); err != nil {
-		return nil, h, err
+	ids, err := sec("ids", 0, 0)
+	if err != nil {
+		return nil, err
 	}
-	st.attrs = make([]attr, h.slots)
-	for i := range st.attrs {
+	if len(ids) > math.MaxUint32 {
+		return nil, errSnap("ids of %d bytes", len(ids))
+	}
+
+	if data, err = sec("attrs", snapAttr, h.slots); err != nil {
+		return nil, err
+	}
+	dead := make([]bool, h.slots) // read from b: the columns stay untouched
+	for i := range dead {
 		p := data[i*snapAttr:]
 		a := attr{
-			ts:      int64(binary.LittleEndian.Uint64(p)),
 			session: binary.LittleEndian.Uint32(p[8:]),
 			role:    binary.LittleEndian.Uint32(p[12:]),
 			kind:    binary.LittleEndian.Uint32(p[16:]),
@@ -465,97 +576,101 @@ func decodeSnapshot(b []byte, dim int) (*state, snapHead, error) {
 		switch p[24] {
 		case 0:
 		case 1:
-			a.dead = true
+			dead[i] = true
 		default:
-			return nil, h, errSnap("slot %d: dead flag %d", i, p[24])
+			return nil, errSnap("slot %d: dead flag %d", i, p[24])
 		}
 		if a.session >= nstrs || a.role >= nstrs || a.kind >= nstrs {
-			return nil, h, errSnap("slot %d: label out of range", i)
+			return nil, errSnap("slot %d: label out of range", i)
 		}
-		st.attrs[i] = a
-		if !a.dead {
+		if !dead[i] {
 			st.live++
 			st.totalDL += uint64(a.dl)
 		}
 	}
+	c, err := column(data, snapAttr, false)
+	if err != nil {
+		return nil, err
+	}
+	st.attrs = viewAs[attr](c)
 
 	if data, err = sec("slots", snapSlot, h.slots); err != nil {
-		return nil, h, err
+		return nil, err
 	}
-	slotData := data
-	if data, err = sec("ids", 0, 0); err != nil {
-		return nil, h, err
-	}
-	ids := data
-	st.slots = make([]slot, h.slots)
+	rowOf := make([]int32, h.slots)
 	var idOff uint64
-	for i := range st.slots {
-		p := slotData[i*snapSlot:]
+	for i := range rowOf {
+		p := data[i*snapSlot:]
 		s := slot{
 			rec:      binary.LittleEndian.Uint64(p),
-			idLen:    binary.LittleEndian.Uint32(p[8:]),
-			mode:     binary.LittleEndian.Uint32(p[12:]),
-			channel:  binary.LittleEndian.Uint32(p[16:]),
-			salience: math.Float32frombits(binary.LittleEndian.Uint32(p[20:])),
-			row:      int32(binary.LittleEndian.Uint32(p[24:])),
-			recSize:  binary.LittleEndian.Uint32(p[28:]),
+			off:      binary.LittleEndian.Uint64(p[8:]),
+			idLen:    binary.LittleEndian.Uint32(p[16:]),
+			mode:     binary.LittleEndian.Uint32(p[20:]),
+			channel:  binary.LittleEndian.Uint32(p[24:]),
+			salience: math.Float32frombits(binary.LittleEndian.Uint32(p[28:])),
+			row:      int32(binary.LittleEndian.Uint32(p[32:])),
+			recSize:  binary.LittleEndian.Uint32(p[36:]),
 		}
 		if s.mode >= nstrs || s.channel >= nstrs || !finite(s.salience) {
-			return nil, h, errSnap("slot %d: label or salience out of range", i)
+			return nil, errSnap("slot %d: label or salience out of range", i)
 		}
 		if s.row < -1 || int64(s.row) >= int64(h.rows) {
-			return nil, h, errSnap("slot %d: row %d of %d", i, s.row, h.rows)
+			return nil, errSnap("slot %d: row %d of %d", i, s.row, h.rows)
 		}
 		if s.recSize < recHeader || s.rec < headerSize || s.rec > h.covers || uint64(s.recSize) > h.covers-s.rec {
-			return nil, h, errSnap("slot %d: record %d+%d outside %d", i, s.rec, s.recSize, h.covers)
+			return nil, errSnap("slot %d: record %d+%d outside %d", i, s.rec, s.recSize, h.covers)
 		}
-		if uint64(s.idLen) > uint64(len(ids))-idOff {
-			return nil, h, errSnap("slot %d: id past the ids", i)
+		if s.off != idOff || uint64(s.idLen) > uint64(len(ids))-idOff {
+			return nil, errSnap("slot %d: id at %d+%d, expected at %d of %d", i, s.off, s.idLen, idOff, len(ids))
 		}
-		s.off = idOff
 		idOff += uint64(s.idLen)
-		st.slots[i] = s
-		if !st.attrs[i].dead {
+		rowOf[i] = s.row
+		if !dead[i] {
 			live += int64(s.recSize)
 		}
 	}
 	if idOff != uint64(len(ids)) {
-		return nil, h, errSnap("ids of %d bytes, slots use %d", len(ids), idOff)
+		return nil, errSnap("ids of %d bytes, slots use %d", len(ids), idOff)
 	}
-	if len(ids) > math.MaxUint32 {
-		return nil, h, errSnap("ids of %d bytes", len(ids))
+	if c, err = column(data, snapSlot, false); err != nil {
+		return nil, err
 	}
+	st.slots = viewAs[slot](c)
 	// The ids stay in place as the arena's first chunk: it is full, so
 	// new ids go to new chunks and it is never written.
 	st.arena.chunks = [][]byte{ids}
-	st.ids.byHash = make(map[uint64]uint32, st.live)
-	for i := range st.slots {
-		if st.attrs[i].dead {
-			continue
-		}
-		id := st.id(uint32(i))
-		hv := maphash.Bytes(st.ids.seed, id)
-		old, ok := st.ids.byHash[hv]
-		if !ok {
-			st.ids.byHash[hv] = uint32(i)
-			continue
-		}
-		if _, dup := st.ids.over[string(id)]; dup || bytes.Equal(st.id(old), id) {
-			return nil, h, errSnap("id %q twice", id)
-		}
-		if st.ids.over == nil {
-			st.ids.over = map[string]uint32{}
-		}
-		st.ids.over[string(id)] = uint32(i)
-	}
 	st.liveBytes = live
 
-	if data, err = sec("rows", snapRow, h.rows); err != nil {
-		return nil, h, err
+	if data, err = sec("id table", 0, 0); err != nil {
+		return nil, err
 	}
-	st.vecs.rows = make([]rowMeta, h.rows)
-	for i := range st.vecs.rows {
-		p := data[i*snapRow:]
+	table := u32s(data)
+	if n := len(table); len(data)%4 != 0 || n&(n-1) != 0 || n > 0 && n < 2*st.live || n == 0 && st.live > 0 {
+		return nil, errSnap("id table of %d bytes for %d documents", len(data), st.live)
+	}
+	seen := make([]bool, h.slots)
+	entries := 0
+	for _, e := range table {
+		if e == 0 {
+			continue
+		}
+		s := e - 1
+		if s >= h.slots || dead[s] || seen[s] {
+			return nil, errSnap("id table names slot %d", s)
+		}
+		seen[s] = true
+		entries++
+	}
+	if entries != st.live {
+		return nil, errSnap("id table holds %d of %d documents", entries, st.live)
+	}
+	st.ids.table = table
+
+	if data, err = sec("rows", snapRow, h.rows); err != nil {
+		return nil, err
+	}
+	for i := range h.rows {
+		p := data[int(i)*snapRow:]
 		r := rowMeta{
 			min:  math.Float32frombits(binary.LittleEndian.Uint32(p)),
 			step: math.Float32frombits(binary.LittleEndian.Uint32(p[4:])),
@@ -563,27 +678,34 @@ func decodeSnapshot(b []byte, dim int) (*state, snapHead, error) {
 			slot: binary.LittleEndian.Uint32(p[12:]),
 		}
 		if !finite(r.min) || !finite(r.step) {
-			return nil, h, errSnap("row %d: not finite", i)
+			return nil, errSnap("row %d: not finite", i)
 		}
-		if r.slot != deadRow && (r.slot >= h.slots || st.slots[r.slot].row != int32(i) || st.attrs[r.slot].dead) {
-			return nil, h, errSnap("row %d: slot %d", i, r.slot)
+		if r.slot != deadRow && (r.slot >= h.slots || rowOf[r.slot] != int32(i) || dead[r.slot]) {
+			return nil, errSnap("row %d: slot %d", i, r.slot)
 		}
-		st.vecs.rows[i] = r
-	}
-	for i := range st.slots {
-		if r := st.slots[i].row; r >= 0 && !st.attrs[i].dead && st.vecs.rows[r].slot != uint32(i) {
-			return nil, h, errSnap("slot %d: row %d belongs to another", i, r)
+		if r.slot != deadRow {
+			seen[r.slot] = false // its row names it back
 		}
 	}
-	if data, err = sec("words", uint64(st.vecs.wpr)*8, h.rows); err != nil {
-		return nil, h, err
+	for i, r := range rowOf {
+		if r >= 0 && !dead[i] && seen[i] {
+			return nil, errSnap("slot %d: row %d belongs to another", i, r)
+		}
 	}
-	// In place too: a query scans them all, but not copying them halves
-	// the open; the first vector added after it moves them to the heap.
-	st.vecs.words = u64s(data)
+	if c, err = column(data, snapRow, true); err != nil {
+		return nil, err
+	}
+	st.vecs.rows = viewAs[rowMeta](c)
+	if data, err = sec("words", st.vecs.wpr*8, h.rows); err != nil {
+		return nil, err
+	}
+	if c, err = column(data, st.vecs.wpr*8, true); err != nil {
+		return nil, err
+	}
+	st.vecs.words = viewAs[uint64](c)
 
 	if data, err = sec("terms", 0, 0); err != nil {
-		return nil, h, err
+		return nil, err
 	}
 	type termCount struct{ n, live uint32 }
 	counts := make([]termCount, 0, h.terms)
@@ -596,44 +718,44 @@ func decodeSnapshot(b []byte, dim int) (*state, snapHead, error) {
 			break
 		}
 		if _, dup := st.terms[t]; dup || lv > n {
-			return nil, h, errSnap("term %q: twice or counts %d/%d", t, lv, n)
+			return nil, errSnap("term %q: twice or counts %d/%d", t, lv, n)
 		}
 		st.terms[strings.Clone(t)] = uint32(len(counts))
 		counts = append(counts, termCount{n, lv})
 	}
 	if d.err != nil {
-		return nil, h, fmt.Errorf("snapshot: %w", d.err)
+		return nil, fmt.Errorf("snapshot: %w", d.err)
 	}
 	if uint32(len(counts)) != h.terms {
-		return nil, h, errSnap("%d terms, header says %d", len(counts), h.terms)
+		return nil, errSnap("%d terms, header says %d", len(counts), h.terms)
 	}
 	var total uint64
 	for _, c := range counts {
 		total += uint64(c.n)
 	}
 	if total > uint64(math.MaxInt)/4 {
-		return nil, h, errSnap("%d postings", total)
+		return nil, errSnap("%d postings", total)
 	}
 	if data, err = sec("postings", 4, uint32(min(total, math.MaxUint32))); err != nil || uint64(len(data)) != 4*total {
 		if err == nil {
 			err = errSnap("postings: %d bytes for %d", len(data), total)
 		}
-		return nil, h, err
+		return nil, err
 	}
 	slots := u32s(data)
 	tfs, err := sr.section("frequencies")
 	if err != nil {
-		return nil, h, err
+		return nil, err
 	}
 	if uint64(len(tfs)) != total {
-		return nil, h, errSnap("frequencies: %d for %d postings", len(tfs), total)
+		return nil, errSnap("frequencies: %d for %d postings", len(tfs), total)
 	}
 	var at uint64
 	for i, c := range counts {
 		ps := slots[at : at+uint64(c.n) : at+uint64(c.n)]
 		for j, s := range ps {
 			if s >= h.slots || j > 0 && s <= ps[j-1] {
-				return nil, h, errSnap("term %d: posting %d out of order or range", i, s)
+				return nil, errSnap("term %d: posting %d out of order or range", i, s)
 			}
 		}
 		st.posts = append(st.posts, postings{slots: ps, tfs: tfs[at : at+uint64(c.n) : at+uint64(c.n)], live: c.live})
@@ -641,7 +763,7 @@ func decodeSnapshot(b []byte, dim int) (*state, snapHead, error) {
 	}
 	st.postCount = int64(total)
 	if sr.off != len(b) {
-		return nil, h, errSnap("%d bytes after the last section", len(b)-sr.off)
+		return nil, errSnap("%d bytes after the last section", len(b)-sr.off)
 	}
-	return st, h, nil
+	return st, nil
 }

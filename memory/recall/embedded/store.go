@@ -44,12 +44,30 @@ type slot struct {
 	recSize  uint32 // bytes of its record in the file
 }
 
-// postings lists the slots holding a term.
+// postings lists the slots holding a term: those a snapshot held (in
+// place in its mapping), then those added since (on the heap), so that a
+// new posting of a common term does not copy its whole list.
 type postings struct {
-	slots []uint32 // ascending
-	tfs   []uint8  // term frequency, saturated at 255
-	live  uint32   // live slots among them: the document frequency
+	slots   []uint32 // ascending
+	tfs     []uint8  // term frequency, saturated at 255
+	more    []uint32 // ascending, after every one of slots
+	moreTfs []uint8
+	live    uint32 // live slots among them: the document frequency
 }
+
+// parts returns the two runs of a list, in order.
+func (p *postings) parts() [2]struct {
+	slots []uint32
+	tfs   []uint8
+} {
+	return [2]struct {
+		slots []uint32
+		tfs   []uint8
+	}{{p.slots, p.tfs}, {p.more, p.moreTfs}}
+}
+
+// len is the number of postings, live or dead.
+func (p *postings) len() int { return len(p.slots) + len(p.more) }
 
 // arena stores ids in large chunks, so that a million documents
 // are a few hundred allocations rather than two million strings for the
@@ -108,11 +126,69 @@ func (in *interner) intern(s string) uint32 {
 
 // idMap finds a slot by document id. It is keyed by a 64-bit hash of the
 // id (checked against the id in the arena) so that it holds no strings;
-// the rare id whose hash collides with another's goes to over.
+// the rare id whose hash collides with another's goes to over. The ids
+// of a snapshot are in table instead (in place, see snapshot.go): the map
+// holds only those added since, and is asked first.
 type idMap struct {
 	seed   maphash.Seed
 	byHash map[uint64]uint32
 	over   map[string]uint32
+	table  []uint32
+}
+
+// idHash is the id table's hash, FNV-1a: the same in every process.
+func idHash(id string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// tableLookup finds a live slot by id in the snapshot's id table.
+func (st *state) tableLookup(id string) (uint32, bool) {
+	t := st.ids.table
+	if len(t) == 0 {
+		return 0, false
+	}
+	mask := uint64(len(t) - 1)
+	i := idHash(id) & mask
+	for range t {
+		e := t[i]
+		if e == 0 {
+			return 0, false
+		}
+		if s := e - 1; string(st.id(s)) == id {
+			return s, !st.attrs[s].dead
+		}
+		i = (i + 1) & mask
+	}
+	return 0, false
+}
+
+// idTable returns an id table of the live slots.
+func (st *state) idTable() []uint32 {
+	if st.live == 0 {
+		return nil
+	}
+	n := 16
+	for n < 2*st.live {
+		n *= 2
+	}
+	t := make([]uint32, n)
+	mask := uint64(n - 1)
+	for s := range st.slots {
+		if st.attrs[s].dead {
+			continue
+		}
+		i := idHash(string(st.id(uint32(s)))) & mask
+		for t[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t[i] = uint32(s) + 1
+	}
+	return t
 }
 
 func newIDMap() idMap {
@@ -194,7 +270,7 @@ func (st *state) lookup(id string) (uint32, bool) {
 	if ok && string(st.id(s)) == id {
 		return s, true
 	}
-	return 0, false
+	return st.tableLookup(id)
 }
 
 func (st *state) setID(id string, s uint32) {
@@ -292,8 +368,8 @@ func (st *state) put(p *prepared, off uint64, recSize uint32) (garbage int64, er
 			st.posts = append(st.posts, postings{})
 		}
 		pl := &st.posts[ti]
-		pl.slots = append(pl.slots, s)
-		pl.tfs = append(pl.tfs, uint8(min(p.tfs[i], math.MaxUint8)))
+		pl.more = append(pl.more, s)
+		pl.moreTfs = append(pl.moreTfs, uint8(min(p.tfs[i], math.MaxUint8)))
 		pl.live++
 	}
 	st.postCount += int64(len(p.terms))

@@ -26,6 +26,12 @@ import (
 // 82 ns, SWAR scan 25–29 ns, on a busy machine). The coarse stage loses
 // nothing against scoring every row with the 8-bit codes: the exact 8-bit
 // top 10 sits within the coarse top 11.
+//
+// Where the CPU has AVX2 the coarse sums run through dotRows7
+// (dot_amd64.s): 32 products a step, the same integers as dotSWAR, so the
+// ranking does not depend on the machine. BenchmarkKernel/avx2: 6.8
+// ns/row against the SWAR scan's 40 on the loaded machine (at 1M rows the
+// scan is then bound by memory bandwidth).
 
 // maxDim bounds the dimension an index accepts.
 const maxDim = 1 << 16
@@ -149,6 +155,9 @@ type vquery struct {
 	vsum  float32 // Σ v[i]
 	dim   float32
 	pairs []qpair
+	// chunks is the query's 7-bit codes in 32-byte chunks for dotRows7,
+	// nil where it does not run.
+	chunks []byte
 }
 
 func (s *slab) prepare(unit []float32) *vquery {
@@ -176,8 +185,42 @@ func (s *slab) prepare(unit []float32) *vquery {
 			q.pairs[g].o |= v << shift
 		}
 	}
+	if rowBytes := s.wpr * 8; haveDotRows && rowBytes >= 32 {
+		q.chunks = prepareChunks(q.pairs, rowBytes)
+	}
 	return q
 }
+
+// prepareChunks lays out the query's 7-bit codes (from its pairs) for
+// dotRows7: byte j of chunk c multiplies byte 32c+j of a row, except the
+// last chunk, which is read at rowBytes-32 and holds zeros where it
+// overlaps the chunk before.
+func prepareChunks(pairs []qpair, rowBytes int) []byte {
+	v := make([]byte, rowBytes)
+	for i := range v {
+		p := pairs[i/8]
+		b := i % 8
+		shift := 16 * (3 - b/2)
+		if b%2 == 0 {
+			v[i] = byte(p.e >> shift)
+		} else {
+			v[i] = byte(p.o >> shift)
+		}
+	}
+	n := (rowBytes + 31) / 32
+	out := make([]byte, 32*n)
+	copy(out, v[:32*(n-1)])
+	lastOff, covered := rowBytes-32, 32*(n-1)
+	for j := range 32 {
+		if lastOff+j >= covered {
+			out[32*(n-1)+j] = v[lastOff+j]
+		}
+	}
+	return out
+}
+
+// dotBlock is how many rows a scan scores per call of dotRows7.
+const dotBlock = 256
 
 const (
 	low7 = 0x7F7F7F7F7F7F7F7F
@@ -240,6 +283,10 @@ const readAhead = 64
 // f is not nil, rows whose slot it rejects. The SWAR loop of dotSWAR is
 // written out here so that each row costs no call.
 func (s *slab) scan(q *vquery, lo, hi int, f *filter, attrs []attr, h *topK) {
+	if q.chunks != nil {
+		s.scanChunks(q, lo, hi, f, attrs, h)
+		return
+	}
 	var touch uint64
 	wpr := s.wpr
 	words := s.words
@@ -272,4 +319,38 @@ func (s *slab) scan(q *vquery, lo, hi int, f *filter, attrs []attr, h *topK) {
 	}
 	// Keep the read-ahead loads from being optimised away.
 	h.sink = touch
+}
+
+// scanChunks is scan with dotRows7, a block of rows at a time: the same
+// sums, so the same scores. With a filter, a block none of whose rows
+// pass it is not scored at all (a dated query's window is a run of rows:
+// the rest of the slab is only filtered).
+func (s *slab) scanChunks(q *vquery, lo, hi int, f *filter, attrs []attr, h *topK) {
+	var out [dotBlock]uint32
+	var pass [dotBlock]bool
+	wpr := s.wpr
+	nchunks := len(q.chunks) / 32
+	for b := lo; b < hi; b += dotBlock {
+		n := min(dotBlock, hi-b)
+		rows := s.rows[b : b+n]
+		any := false
+		for i := range rows {
+			m := &rows[i]
+			pass[i] = m.slot != deadRow && (f == nil || f.match(&attrs[m.slot]))
+			any = any || pass[i]
+		}
+		if !any {
+			continue
+		}
+		dotRows7(&q.chunks[0], &s.words[b*wpr], n, wpr*8, nchunks, &out[0])
+		for i, dot := range out[:n] {
+			if !pass[i] {
+				continue
+			}
+			sc := q.coarse(&rows[i], uint64(dot))
+			if len(h.h) < h.k || sc > h.h[0].score {
+				h.push(sc, uint32(b+i))
+			}
+		}
+	}
 }
