@@ -112,6 +112,14 @@ type DeviceConfig struct {
 	// that direction's latency.
 	InputPeriod, OutputPeriod time.Duration
 	Logger                    *slog.Logger
+
+	// OutputLatency is how much audio the output device is asked to
+	// hold ahead of the speaker (0: DefaultOutputLatency).
+	OutputLatency time.Duration
+
+	// blocking makes the loops wait inside PortAudio's blocking calls,
+	// as mnemo did before pacing (for the benchmarks' A/B).
+	blocking bool
 }
 
 // The device periods. Capture takes 40 ms buffers: capturing through
@@ -124,6 +132,15 @@ const (
 	DefaultInputPeriod  = 40 * time.Millisecond
 	DefaultOutputPeriod = 20 * time.Millisecond
 )
+
+// DefaultOutputLatency is the output latency asked of the device. The
+// play loop writes a buffer as soon as the device has room for one (see
+// pacer), so the device holds between this and a buffer more; 60 ms
+// (not the pulse plugin's 40 ms default) keeps a late wake-up on a loaded
+// machine from running it dry, and replies are still heard sooner than
+// when the loop waited inside PortAudio's blocking write (DESIGN.md,
+// "Voice measurements").
+const DefaultOutputLatency = 60 * time.Millisecond
 
 // periodFrames is d in samples, rounded to whole 20 ms frames (at least one).
 func periodFrames(d, def time.Duration) int {
@@ -151,6 +168,7 @@ type DeviceStats struct {
 // Capture, the output loop drains a Player.
 type Streams struct {
 	log       *slog.Logger
+	blocking  bool
 	in, out   *portaudio.Stream
 	inBuf     []int16
 	outBuf    []int16
@@ -159,6 +177,8 @@ type Streams struct {
 	wg        sync.WaitGroup
 	overflow  atomic.Uint64
 	underflow atomic.Uint64
+	inPolls   atomic.Uint64
+	outPolls  atomic.Uint64
 	errMu     sync.Mutex
 	err       error
 }
@@ -173,7 +193,7 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 	if err := portaudio.Initialize(); err != nil {
 		return nil, fmt.Errorf("portaudio: %w", err)
 	}
-	s := &Streams{log: cfg.Logger}
+	s := &Streams{log: cfg.Logger, blocking: cfg.blocking}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -204,8 +224,12 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 			return nil, err
 		}
 		s.outBuf = make([]int16, periodFrames(cfg.OutputPeriod, DefaultOutputPeriod))
+		lat := cfg.OutputLatency
+		if lat <= 0 {
+			lat = DefaultOutputLatency
+		}
 		s.out, err = portaudio.OpenStream(portaudio.StreamParameters{
-			Output:          portaudio.StreamDeviceParameters{Device: dev, Channels: 1, Latency: dev.DefaultLowOutputLatency},
+			Output:          portaudio.StreamDeviceParameters{Device: dev, Channels: 1, Latency: lat},
 			SampleRate:      SampleRate,
 			FramesPerBuffer: len(s.outBuf),
 		}, s.outBuf)
@@ -237,7 +261,9 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 // captureLoop reads device buffers; Capture cuts them into 20 ms frames
 // and copies what it keeps.
 func (s *Streams) captureLoop(ctx context.Context, c *Capture) {
-	for ctx.Err() == nil {
+	pace := newPacer(s.in.AvailableToRead, len(s.inBuf), s.blocking, &s.inPolls)
+	defer pace.stop()
+	for pace.wait(ctx) {
 		err := s.in.Read()
 		if errors.Is(err, portaudio.InputOverflowed) {
 			s.warn(&s.overflow, "audio input overflowed: capture samples lost")
@@ -249,9 +275,14 @@ func (s *Streams) captureLoop(ctx context.Context, c *Capture) {
 	}
 }
 
-// playLoop writes device buffers; the blocking Write paces it.
+// playLoop writes device buffers, each filled from the Player only when
+// the device has room for it, so what is written is as fresh as it can
+// be (a Flush reaches the speaker a buffer sooner than filling first and
+// then waiting in Write).
 func (s *Streams) playLoop(ctx context.Context, p *Player) {
-	for ctx.Err() == nil {
+	pace := newPacer(s.out.AvailableToWrite, len(s.outBuf), s.blocking, &s.outPolls)
+	defer pace.stop()
+	for pace.wait(ctx) {
 		p.Read(s.outBuf)
 		err := s.out.Write()
 		if errors.Is(err, portaudio.OutputUnderflowed) {

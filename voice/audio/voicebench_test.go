@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,15 +114,16 @@ func threadCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// benchDevices are the device periods the benchmarks compare, in one run
-// so a shared machine's load hits them alike: 20 ms both ways (mnemo
-// before), the defaults (40 ms capture, 20 ms playback), and 40 ms both
-// ways.
+// benchDevices are the device set-ups the benchmarks compare, in one run
+// so a shared machine's load hits them alike: mnemo before pacing (40 ms
+// capture, 20 ms playback at the device's 40 ms default output latency,
+// waiting inside PortAudio's blocking calls), the same paced in Go
+// (paced-40), and the defaults (paced, 60 ms output latency).
 func benchDevices() []benchDevice {
 	return []benchDevice{
-		{name: "20-20", cfg: DeviceConfig{InputPeriod: 20 * time.Millisecond, OutputPeriod: 20 * time.Millisecond}},
+		{name: "blocking", cfg: DeviceConfig{OutputLatency: 40 * time.Millisecond, blocking: true}},
+		{name: "paced-40", cfg: DeviceConfig{OutputLatency: 40 * time.Millisecond}},
 		{name: "default", cfg: DeviceConfig{}},
-		{name: "40-40", cfg: DeviceConfig{InputPeriod: 40 * time.Millisecond, OutputPeriod: 40 * time.Millisecond}},
 	}
 }
 
@@ -130,6 +132,15 @@ type benchDevice struct {
 	cfg  DeviceConfig
 	// only opens one direction: "in" or "out" (BenchmarkVoiceDevicesIdle)
 	only string
+}
+
+// benchRounds is how many times BenchmarkVoiceSession runs each set-up,
+// interleaved: MNEMO_VOICE_ROUNDS, default 2.
+func benchRounds() int {
+	if n, err := strconv.Atoi(os.Getenv("MNEMO_VOICE_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return 2
 }
 
 func pct(ds []time.Duration, p float64) time.Duration {
@@ -160,8 +171,10 @@ func pct(ds []time.Duration, p float64) time.Duration {
 //
 // Run it with make bench-voice (no -race: the race detector costs 5-10x CPU).
 func BenchmarkVoiceSession(b *testing.B) {
-	for _, dev := range benchDevices() {
-		b.Run(dev.name, func(b *testing.B) { benchVoiceSession(b, dev.cfg) })
+	for range benchRounds() {
+		for _, dev := range benchDevices() {
+			b.Run(dev.name, func(b *testing.B) { benchVoiceSession(b, dev.cfg) })
+		}
 	}
 }
 
@@ -260,10 +273,9 @@ func BenchmarkVoiceDevicesIdle(b *testing.B) {
 	needAudio(b)
 	const window, rounds = 5 * time.Second, 3
 	devs := benchDevices()
-	for _, ms := range []time.Duration{20, 40} {
-		cfg := DeviceConfig{InputPeriod: ms * time.Millisecond, OutputPeriod: ms * time.Millisecond}
-		devs = append(devs, benchDevice{name: fmt.Sprintf("in-only-%d", ms), cfg: cfg, only: "in"},
-			benchDevice{name: fmt.Sprintf("out-only-%d", ms), cfg: cfg, only: "out"})
+	for _, dev := range benchDevices() {
+		devs = append(devs, benchDevice{name: "in-only-" + dev.name, cfg: dev.cfg, only: "in"},
+			benchDevice{name: "out-only-" + dev.name, cfg: dev.cfg, only: "out"})
 	}
 	cpus := make([][]float64, len(devs))
 	for round := range rounds {

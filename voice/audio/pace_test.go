@@ -1,0 +1,120 @@
+package audio
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// clockDevice is a stream that makes (or frees) SampleRate frames a
+// second on the synctest clock: what a device at 24 kHz does.
+type clockDevice struct {
+	start time.Time
+	taken int // frames moved by Read or Write
+}
+
+func (d *clockDevice) avail() (int, error) {
+	return int(time.Since(d.start)*SampleRate/time.Second) - d.taken, nil
+}
+
+func TestPacerWaitsForAWholeBuffer(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		have      int           // frames available at the start
+		wantSleep time.Duration // how long wait sleeps
+		wantPolls uint64
+	}{
+		{"a buffer there", 960, 0, 1},
+		{"more than a buffer", 2000, 0, 1},
+		{"half a buffer", 480, 20 * time.Millisecond, 2},
+		{"nothing", 0, 40 * time.Millisecond, 2},
+		{"one frame short", 959, time.Millisecond, 2}, // the timer's grain
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				d := &clockDevice{start: time.Now().Add(-time.Duration(tt.have) * time.Second / SampleRate)}
+				p := newPacer(d.avail, 960, false, nil)
+				defer p.stop()
+				t0 := time.Now()
+				if !p.wait(t.Context()) {
+					t.Fatal("wait: false")
+				}
+				if slept := time.Since(t0); slept != tt.wantSleep {
+					t.Errorf("slept %v, want %v", slept, tt.wantSleep)
+				}
+				if n := p.polls.Load(); n != tt.wantPolls {
+					t.Errorf("asked the device %d times, want %d", n, tt.wantPolls)
+				}
+				if a, _ := d.avail(); a < 960 {
+					t.Errorf("returned with %d frames available, want 960", a)
+				}
+			})
+		})
+	}
+}
+
+// TestPacerKeepsPace: over a minute of 20 ms buffers, each Read or Write
+// finds its buffer there, and the stream is asked at most twice a buffer
+// (no busy polling): the loop sleeps in Go between buffers.
+func TestPacerKeepsPace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &clockDevice{start: time.Now()}
+		p := newPacer(d.avail, FrameSamples, false, nil)
+		defer p.stop()
+		const buffers = 3000
+		for range buffers {
+			if !p.wait(t.Context()) {
+				t.Fatal("wait: false")
+			}
+			if a, _ := d.avail(); a < FrameSamples {
+				t.Fatalf("woke with %d frames, want %d", a, FrameSamples)
+			}
+			d.taken += FrameSamples
+		}
+		if elapsed := time.Since(d.start); elapsed != buffers*20*time.Millisecond {
+			t.Errorf("%d buffers took %v", buffers, elapsed)
+		}
+		if n := p.polls.Load(); n > 2*buffers {
+			t.Errorf("asked the device %d times for %d buffers", n, buffers)
+		}
+	})
+}
+
+func TestPacerStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &clockDevice{start: time.Now()}
+		p := newPacer(d.avail, FrameSamples, false, nil)
+		defer p.stop()
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan bool)
+		go func() { done <- p.wait(ctx) }()
+		synctest.Wait() // asleep until the buffer is there
+		cancel()
+		if <-done {
+			t.Error("wait: true after ctx was cancelled")
+		}
+		if p.wait(ctx) {
+			t.Error("wait: true on a done ctx")
+		}
+	})
+}
+
+func TestPacerFallsBackToTheBlockingCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		asked := 0
+		broken := func() (int, error) { asked++; return 0, errors.New("not available") }
+		for _, blocking := range []bool{false, true} {
+			p := newPacer(broken, FrameSamples, blocking, nil)
+			t0 := time.Now()
+			if !p.wait(t.Context()) || time.Since(t0) != 0 {
+				t.Errorf("blocking=%v: want true at once", blocking)
+			}
+			p.stop()
+		}
+		if asked != 1 {
+			t.Errorf("the stream was asked %d times, want 1 (blocking asks nothing)", asked)
+		}
+	})
+}
