@@ -18,12 +18,19 @@ import (
 // usleep and the scheduling it causes were most of the process's CPU). A
 // goroutine asleep on a Go timer costs nothing until it wakes. Measured in
 // DESIGN.md ("Voice measurements").
+//
+// After the first buffer it sleeps for the next one before it asks the
+// stream (each question is a call through PortAudio, ALSA and the pulse
+// plugin, a handful of system calls): about one question per buffer.
 type pacer struct {
 	avail    func() (int, error) // frames the stream can move now
 	n        int                 // frames per Read or Write
 	blocking bool                // never wait: the call blocks (A/B only)
 	timer    *time.Timer
 	polls    *atomic.Uint64 // times avail was asked
+
+	primed bool // a buffer has moved: the next is due a buffer's time later
+	have   int  // frames known to be available past the buffer handed out
 }
 
 func newPacer(avail func() (int, error), n int, blocking bool, polls *atomic.Uint64) *pacer {
@@ -35,30 +42,52 @@ func newPacer(avail func() (int, error), n int, blocking bool, polls *atomic.Uin
 	return &pacer{avail: avail, n: n, blocking: blocking, timer: t, polls: polls}
 }
 
-// wait returns true when n frames can move without blocking, false when
-// ctx is done. A stream that cannot say what is available (an error) gets
-// true at once: the blocking call that follows waits, as before.
+// wait returns true when n frames can move without blocking (the caller
+// then moves exactly n), false when ctx is done. A stream that cannot say
+// what is available (an error) gets true at once: the blocking call that
+// follows waits, as before.
 func (p *pacer) wait(ctx context.Context) bool {
-	for ctx.Err() == nil {
-		if p.blocking {
-			return true
-		}
+	if ctx.Err() != nil {
+		return false
+	}
+	if p.blocking {
+		return true
+	}
+	if p.have >= p.n {
+		p.have -= p.n
+		return true
+	}
+	if p.primed && !p.sleep(ctx, p.n-p.have) {
+		return false
+	}
+	for {
 		p.polls.Add(1)
 		a, err := p.avail()
-		if err != nil || a >= p.n {
+		if err != nil {
+			p.have = 0
 			return true
 		}
-		// Sleep until the rest should be there (the device runs at
-		// SampleRate), at least a millisecond, the timer's grain.
-		p.timer.Reset(max(time.Millisecond, time.Duration(p.n-a)*time.Second/SampleRate))
-		select {
-		case <-ctx.Done():
-			p.timer.Stop()
+		if a >= p.n {
+			p.have, p.primed = a-p.n, true
+			return true
+		}
+		if !p.sleep(ctx, p.n-a) {
 			return false
-		case <-p.timer.C:
 		}
 	}
-	return false
+}
+
+// sleep waits while the device moves frames (it runs at SampleRate), at
+// least a millisecond, the timer's grain; false if ctx is done first.
+func (p *pacer) sleep(ctx context.Context, frames int) bool {
+	p.timer.Reset(max(time.Millisecond, time.Duration(frames)*time.Second/SampleRate))
+	select {
+	case <-ctx.Done():
+		p.timer.Stop()
+		return false
+	case <-p.timer.C:
+		return true
+	}
 }
 
 func (p *pacer) stop() { p.timer.Stop() }

@@ -56,8 +56,8 @@ func TestPacerWaitsForAWholeBuffer(t *testing.T) {
 }
 
 // TestPacerKeepsPace: over a minute of 20 ms buffers, each Read or Write
-// finds its buffer there, and the stream is asked at most twice a buffer
-// (no busy polling): the loop sleeps in Go between buffers.
+// finds its buffer there, and the stream is asked once a buffer (no busy
+// polling): the loop sleeps in Go between buffers.
 func TestPacerKeepsPace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := &clockDevice{start: time.Now()}
@@ -76,8 +76,36 @@ func TestPacerKeepsPace(t *testing.T) {
 		if elapsed := time.Since(d.start); elapsed != buffers*20*time.Millisecond {
 			t.Errorf("%d buffers took %v", buffers, elapsed)
 		}
-		if n := p.polls.Load(); n > 2*buffers {
+		if n := p.polls.Load(); n != buffers+1 { // the first found nothing yet
 			t.Errorf("asked the device %d times for %d buffers", n, buffers)
+		}
+	})
+}
+
+// TestPacerUsesWhatItKnows: after a poll that found more than a buffer,
+// the next buffers go without asking; once they are used up it sleeps for
+// the rest before it asks.
+func TestPacerUsesWhatItKnows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 1200 frames: two buffers and 240 frames; the third is there 10 ms later.
+		d := &clockDevice{start: time.Now().Add(-50 * time.Millisecond)}
+		p := newPacer(d.avail, FrameSamples, false, nil)
+		defer p.stop()
+		t0 := time.Now()
+		for i, want := range []struct {
+			at    time.Duration
+			polls uint64
+		}{{0, 1}, {0, 1}, {10 * time.Millisecond, 2}, {30 * time.Millisecond, 3}} {
+			if !p.wait(t.Context()) {
+				t.Fatal("wait: false")
+			}
+			if at, polls := time.Since(t0), p.polls.Load(); at != want.at || polls != want.polls {
+				t.Errorf("buffer %d: at %v after %d polls, want %v after %d", i, at, polls, want.at, want.polls)
+			}
+			if a, _ := d.avail(); a < FrameSamples {
+				t.Fatalf("buffer %d: %d frames available", i, a)
+			}
+			d.taken += FrameSamples
 		}
 	})
 }
