@@ -84,7 +84,7 @@ func TestSessionOnDevice(t *testing.T) {
 			d.mu.Unlock()
 			got := rec.wait(t, from+len(ref)+SampleRate*2)
 			d.mu.Lock()
-			speech, done, sends, maxQueue, echo := d.speech, d.done, len(d.sends), d.maxQueue, d.echoRMS
+			speech, done, sends, maxQueue, echo := d.speech, d.done, d.frames, d.maxQueue, d.echoRMS
 			d.mu.Unlock()
 
 			if speech != 1 || len(done) != 1 || done[0] != "completed" {

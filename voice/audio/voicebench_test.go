@@ -124,6 +124,7 @@ func benchDevices() []benchDevice {
 		{name: "blocking", cfg: DeviceConfig{OutputLatency: 40 * time.Millisecond, blocking: true}},
 		{name: "paced-40", cfg: DeviceConfig{OutputLatency: 40 * time.Millisecond}},
 		{name: "default", cfg: DeviceConfig{}},
+		{name: "paced-40-40", cfg: DeviceConfig{OutputPeriod: 40 * time.Millisecond, OutputLatency: 40 * time.Millisecond}},
 	}
 }
 
@@ -156,9 +157,11 @@ func pct(ds []time.Duration, p float64) time.Duration {
 // (headphones mode, the stand-in in its own process): the user speaks
 // (espeak-ng into the mic sink), the agent answers 3 s of audio, every
 // third answer the user interrupts after a second. Reported:
-//   - send_p50_ms/send_max_ms: a mic frame taken from Capture → its
-//     append written to the socket (SendAudio returned); queue_max is the
-//     most frames ever waiting in Capture (each adds 20 ms);
+//   - send_p50_ms/send_max_ms: mic frames taken from Capture (Next: the
+//     frames waiting, joined) → their append written to the socket
+//     (SendAudio returned); queue_max is the most frames ever waiting in
+//     Capture when the pump came for them (beyond a device buffer's, each
+//     adds 20 ms);
 //   - heard_ms: a reply's first delta received → its first sample on the
 //     speaker sink's recording (Player pre-buffer, the 20 ms device
 //     buffer, the device's output latency, PulseAudio and the recorder);
@@ -241,7 +244,7 @@ func benchVoiceSession(b *testing.B, cfg DeviceConfig) {
 		b.Fatalf("%d turns in %v: %d replies heard, %d barge-ins measured", turns, wall, len(heard), len(barge))
 	}
 	d.mu.Lock()
-	sends, maxQueue := slices.Clone(d.sends), d.maxQueue
+	sends, frames, maxQueue := slices.Clone(d.sends), d.frames, d.maxQueue
 	d.mu.Unlock()
 	ps, ds := d.p.Stats(), d.st.Stats()
 	ms := func(x time.Duration) float64 { return float64(x) / float64(time.Millisecond) }
@@ -259,8 +262,8 @@ func benchVoiceSession(b *testing.B, cfg DeviceConfig) {
 	b.ReportMetric(ms(slices.Max(barge)), "bargein_max_ms")
 	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "cpu_%")
 	b.ReportMetric(float64(ps.Underruns+ds.OutputUnderflows)/wall.Minutes(), "underruns/min")
-	b.Logf("%v session: %d mic frames sent (p50 %v, p99 %v, max %v; queue max %d); replies heard after %v (each %v; device output latency %v); barge-in silent after %v; CPU %v (%.2f%% of a core; the test's own %v taken off); player %+v; device %+v",
-		wall.Round(time.Millisecond), len(sends), pct(sends, 0.5), pct(sends, 0.99), slices.Max(sends), maxQueue,
+	b.Logf("%v session: %d mic frames sent in %d appends (p50 %v, p99 %v, max %v; queue max %d); replies heard after %v (each %v; device output latency %v); barge-in silent after %v; CPU %v (%.2f%% of a core; the test's own %v taken off); player %+v; device %+v",
+		wall.Round(time.Millisecond), frames, len(sends), pct(sends, 0.5), pct(sends, 0.99), slices.Max(sends), maxQueue,
 		mean(heard), heard, d.st.OutputLatency(), barge, cpu, 100*cpu.Seconds()/wall.Seconds(), harness, ps, ds)
 }
 
