@@ -91,3 +91,7 @@ func (p *pacer) sleep(ctx context.Context, frames int) bool {
 }
 
 func (p *pacer) stop() { p.timer.Stop() }
+
+// reset forgets what the stream had: after it was stopped and started
+// again it is empty, so the next wait asks at once.
+func (p *pacer) reset() { p.primed, p.have = false, 0 }

@@ -116,15 +116,15 @@ func threadCPU() time.Duration {
 
 // benchDevices are the device set-ups the benchmarks compare, in one run
 // so a shared machine's load hits them alike: mnemo before pacing (40 ms
-// capture, 20 ms playback at the device's 40 ms default output latency,
-// waiting inside PortAudio's blocking calls), the same paced in Go
-// (paced-40), and the defaults (paced, 60 ms output latency).
+// capture, 20 ms playback at the pulse plugin's 40 ms output latency,
+// waiting inside PortAudio's blocking calls), paced in Go at 60 ms output
+// latency with the output always running (always-on), and the defaults
+// (the same, the output stopped after 500 ms of silence).
 func benchDevices() []benchDevice {
 	return []benchDevice{
 		{name: "blocking", cfg: DeviceConfig{OutputLatency: 40 * time.Millisecond, blocking: true}},
-		{name: "paced-40", cfg: DeviceConfig{OutputLatency: 40 * time.Millisecond}},
+		{name: "always-on", cfg: DeviceConfig{OutputHangover: -1}},
 		{name: "default", cfg: DeviceConfig{}},
-		{name: "paced-40-40", cfg: DeviceConfig{OutputPeriod: 40 * time.Millisecond, OutputLatency: 40 * time.Millisecond}},
 	}
 }
 
