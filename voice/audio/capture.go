@@ -73,7 +73,6 @@ func (c *Capture) Next() (pcm []byte, frames int, ok bool) {
 	// for it (microseconds, never for the device), so the buffer's frames
 	// go together even when this goroutine woke on another CPU.
 	c.mu.Lock()
-	//lint:ignore SA2001 an empty critical section: waiting for Write
 	c.mu.Unlock()
 	for frames < MaxBatch {
 		select {
