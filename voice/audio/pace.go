@@ -19,9 +19,15 @@ import (
 // goroutine asleep on a Go timer costs nothing until it wakes. Measured in
 // DESIGN.md ("Voice measurements").
 //
-// After the first buffer it sleeps for the next one before it asks the
-// stream (each question is a call through PortAudio, ALSA and the pulse
-// plugin, a handful of system calls): about one question per buffer.
+// After a buffer has moved it sleeps until the next is due, less
+// paceMargin, before it asks the stream (each question is a call through
+// PortAudio, ALSA and the pulse plugin, a handful of system calls); when
+// it is not there yet it asks again every paceMargin at most. The pulse
+// plugin makes capture available a whole 40 ms period at once (0, then
+// 960 frames), so sleeping for "the frames missing" could wake up to a
+// period after they came: this way a buffer waits at most about
+// paceMargin (plus the timer's lateness) in the device, for about two
+// questions a buffer.
 type pacer struct {
 	avail    func() (int, error) // frames the stream can move now
 	n        int                 // frames per Read or Write
@@ -29,9 +35,14 @@ type pacer struct {
 	timer    *time.Timer
 	polls    *atomic.Uint64 // times avail was asked
 
-	primed bool // a buffer has moved: the next is due a buffer's time later
-	have   int  // frames known to be available past the buffer handed out
+	primed bool      // a buffer has moved: the next is due a buffer's time after it
+	last   time.Time // when the last buffer was found
+	have   int       // frames known to be available past the buffer handed out
 }
+
+// paceMargin is how early the pacer asks for a buffer and how often it
+// asks again while the buffer is not there.
+const paceMargin = 2 * time.Millisecond
 
 func newPacer(avail func() (int, error), n int, blocking bool, polls *atomic.Uint64) *pacer {
 	t := time.NewTimer(time.Hour)
@@ -57,8 +68,11 @@ func (p *pacer) wait(ctx context.Context) bool {
 		p.have -= p.n
 		return true
 	}
-	if p.primed && !p.sleep(ctx, p.n-p.have) {
-		return false
+	if p.primed {
+		due := p.last.Add(frameTime(p.n-p.have) - paceMargin)
+		if d := time.Until(due); d > 0 && !p.sleep(ctx, d) {
+			return false
+		}
 	}
 	for {
 		p.polls.Add(1)
@@ -68,19 +82,22 @@ func (p *pacer) wait(ctx context.Context) bool {
 			return true
 		}
 		if a >= p.n {
-			p.have, p.primed = a-p.n, true
+			p.have, p.primed, p.last = a-p.n, true, time.Now()
 			return true
 		}
-		if !p.sleep(ctx, p.n-a) {
+		if !p.sleep(ctx, max(time.Millisecond, min(paceMargin, frameTime(p.n-a)))) {
 			return false
 		}
 	}
 }
 
-// sleep waits while the device moves frames (it runs at SampleRate), at
-// least a millisecond, the timer's grain; false if ctx is done first.
-func (p *pacer) sleep(ctx context.Context, frames int) bool {
-	p.timer.Reset(max(time.Millisecond, time.Duration(frames)*time.Second/SampleRate))
+// frameTime is how long the device takes for n frames (it runs at
+// SampleRate).
+func frameTime(n int) time.Duration { return time.Duration(n) * time.Second / SampleRate }
+
+// sleep waits d; false if ctx is done first.
+func (p *pacer) sleep(ctx context.Context, d time.Duration) bool {
+	p.timer.Reset(d)
 	select {
 	case <-ctx.Done():
 		p.timer.Stop()

@@ -28,8 +28,10 @@ func TestPacerWaitsForAWholeBuffer(t *testing.T) {
 	}{
 		{"a buffer there", 960, 0, 1},
 		{"more than a buffer", 2000, 0, 1},
-		{"half a buffer", 480, 20 * time.Millisecond, 2},
-		{"nothing", 0, 40 * time.Millisecond, 2},
+		// Before the first buffer it cannot know when one is due: it
+		// asks every paceMargin.
+		{"half a buffer", 480, 20 * time.Millisecond, 11},
+		{"nothing", 0, 40 * time.Millisecond, 21},
 		{"one frame short", 959, time.Millisecond, 2}, // the timer's grain
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,7 +58,7 @@ func TestPacerWaitsForAWholeBuffer(t *testing.T) {
 }
 
 // TestPacerKeepsPace: over a minute of 20 ms buffers, each Read or Write
-// finds its buffer there, and the stream is asked once a buffer (no busy
+// finds its buffer there, and the stream is asked twice a buffer (no busy
 // polling): the loop sleeps in Go between buffers.
 func TestPacerKeepsPace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -76,7 +78,9 @@ func TestPacerKeepsPace(t *testing.T) {
 		if elapsed := time.Since(d.start); elapsed != buffers*20*time.Millisecond {
 			t.Errorf("%d buffers took %v", buffers, elapsed)
 		}
-		if n := p.polls.Load(); n != buffers+1 { // the first found nothing yet
+		// Twice a buffer (paceMargin early, then when it is there), and
+		// the first buffer's asks at paceMargin from the start.
+		if n := p.polls.Load(); n > 2*buffers+10 {
 			t.Errorf("asked the device %d times for %d buffers", n, buffers)
 		}
 	})
@@ -95,7 +99,7 @@ func TestPacerUsesWhatItKnows(t *testing.T) {
 		for i, want := range []struct {
 			at    time.Duration
 			polls uint64
-		}{{0, 1}, {0, 1}, {10 * time.Millisecond, 2}, {30 * time.Millisecond, 3}} {
+		}{{0, 1}, {0, 1}, {10 * time.Millisecond, 3}, {30 * time.Millisecond, 5}} {
 			if !p.wait(t.Context()) {
 				t.Fatal("wait: false")
 			}
@@ -108,6 +112,51 @@ func TestPacerUsesWhatItKnows(t *testing.T) {
 			d.taken += FrameSamples
 		}
 	})
+}
+
+// chunkDevice makes its frames available a period at once, as the pulse
+// plugin does for capture (0, then 960 frames every 40 ms).
+type chunkDevice struct {
+	start  time.Time
+	period int // frames
+	taken  int
+}
+
+func (d *chunkDevice) avail() (int, error) {
+	n := int(time.Since(d.start) * SampleRate / time.Second)
+	return n/d.period*d.period - d.taken, nil
+}
+
+// TestPacerFindsChunksAtOnce: a device that hands over a whole period at
+// once is read within paceMargin of the period arriving, whatever the
+// phase the pacer started at (sleeping for "the frames missing" from a
+// poll just before a chunk would wake a period late), asking the device
+// about twice a buffer.
+func TestPacerFindsChunksAtOnce(t *testing.T) {
+	for _, phase := range []time.Duration{0, time.Millisecond, 13 * time.Millisecond, 39 * time.Millisecond} {
+		t.Run(phase.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const period = 2 * FrameSamples // 40 ms
+				d := &chunkDevice{start: time.Now().Add(-phase), period: period}
+				p := newPacer(d.avail, period, false, nil)
+				defer p.stop()
+				const buffers = 500
+				for i := range buffers {
+					if !p.wait(t.Context()) {
+						t.Fatal("wait: false")
+					}
+					arrived := d.start.Add(frameTime(d.taken + period))
+					if late := time.Since(arrived); i > 0 && late > paceMargin {
+						t.Fatalf("buffer %d read %v after it arrived", i, late)
+					}
+					d.taken += period
+				}
+				if n := p.polls.Load(); n > 2*buffers+25 {
+					t.Errorf("asked the device %d times for %d buffers", n, buffers)
+				}
+			})
+		})
+	}
 }
 
 func TestPacerStops(t *testing.T) {
