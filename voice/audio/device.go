@@ -300,6 +300,7 @@ func (s *Streams) captureLoop(ctx context.Context, c *Capture) {
 // stream until the Player starts the next reply (idle).
 func (s *Streams) playLoop(ctx context.Context, p *Player) {
 	pace := newPacer(s.out.AvailableToWrite, len(s.outBuf), s.blocking, &s.outPolls)
+	pace.early = 0 // asked twice a buffer, paced playback cost half again what blocking did
 	defer pace.stop()
 	quiet := 0 // silent buffers in a row
 	for pace.wait(ctx) {

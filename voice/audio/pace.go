@@ -35,6 +35,12 @@ type pacer struct {
 	timer    *time.Timer
 	polls    *atomic.Uint64 // times avail was asked
 
+	// early is how long before a buffer is due the pacer asks, and how
+	// often it asks again (paceMargin). 0: it asks when the buffer is
+	// due and then sleeps for the frames missing (playback: the device
+	// running low costs only fill, and half the questions).
+	early time.Duration
+
 	primed bool      // a buffer has moved: the next is due a buffer's time after it
 	last   time.Time // when the last buffer was found
 	have   int       // frames known to be available past the buffer handed out
@@ -50,7 +56,7 @@ func newPacer(avail func() (int, error), n int, blocking bool, polls *atomic.Uin
 	if polls == nil {
 		polls = new(atomic.Uint64)
 	}
-	return &pacer{avail: avail, n: n, blocking: blocking, timer: t, polls: polls}
+	return &pacer{avail: avail, n: n, blocking: blocking, timer: t, polls: polls, early: paceMargin}
 }
 
 // wait returns true when n frames can move without blocking (the caller
@@ -69,7 +75,7 @@ func (p *pacer) wait(ctx context.Context) bool {
 		return true
 	}
 	if p.primed {
-		due := p.last.Add(frameTime(p.n-p.have) - paceMargin)
+		due := p.last.Add(frameTime(p.n-p.have) - p.early)
 		if d := time.Until(due); d > 0 && !p.sleep(ctx, d) {
 			return false
 		}
@@ -85,7 +91,11 @@ func (p *pacer) wait(ctx context.Context) bool {
 			p.have, p.primed, p.last = a-p.n, true, time.Now()
 			return true
 		}
-		if !p.sleep(ctx, max(time.Millisecond, min(paceMargin, frameTime(p.n-a)))) {
+		d := frameTime(p.n - a)
+		if p.early > 0 {
+			d = min(d, p.early)
+		}
+		if !p.sleep(ctx, max(time.Millisecond, d)) {
 			return false
 		}
 	}

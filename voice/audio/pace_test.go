@@ -86,6 +86,30 @@ func TestPacerKeepsPace(t *testing.T) {
 	})
 }
 
+// TestPacerOnTime: with early 0 (playback) it asks once a buffer, when
+// the buffer is due.
+func TestPacerOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := &clockDevice{start: time.Now()}
+		p := newPacer(d.avail, FrameSamples, false, nil)
+		p.early = 0
+		defer p.stop()
+		const buffers = 3000
+		for range buffers {
+			if !p.wait(t.Context()) {
+				t.Fatal("wait: false")
+			}
+			if a, _ := d.avail(); a < FrameSamples {
+				t.Fatalf("woke with %d frames, want %d", a, FrameSamples)
+			}
+			d.taken += FrameSamples
+		}
+		if n := p.polls.Load(); n != buffers+1 { // the first found nothing yet
+			t.Errorf("asked the device %d times for %d buffers", n, buffers)
+		}
+	})
+}
+
 // TestPacerUsesWhatItKnows: after a poll that found more than a buffer,
 // the next buffers go without asking; once they are used up it sleeps for
 // the rest before it asks.
