@@ -356,9 +356,14 @@ func filterFinals(fs []final, keep func(final) bool) []final {
 
 // pumpMic sends captured frames to the session: all of them with server
 // VAD (the gate already dropped the agent's echo), only while the key is
-// down with push-to-talk.
+// down with push-to-talk. The frames of one device buffer go as one
+// append (Capture.Next).
 func (d *Desk) pumpMic(sess *voice.Session) {
-	for f := range d.capture.Frames() {
+	for {
+		f, _, ok := d.capture.Next()
+		if !ok {
+			return
+		}
 		if d.manual.Load() && !d.talking.Load() {
 			continue
 		}

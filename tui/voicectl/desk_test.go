@@ -3,6 +3,8 @@ package voicectl_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -190,8 +192,14 @@ type run struct {
 
 func start(t *testing.T, opts voicetest.Options, echo audio.Mode, settings voice.Settings, prep ...func(*standIn)) *run {
 	t.Helper()
+	return startOn(t, &voicectltest.Audio{}, opts, echo, settings, prep...)
+}
+
+// startOn is start with the sound card a.
+func startOn(t *testing.T, a *voicectltest.Audio, opts voicetest.Options, echo audio.Mode, settings voice.Settings, prep ...func(*standIn)) *run {
+	t.Helper()
 	srv := voicetest.StartPipe(t, opts)
-	r := &run{audio: &voicectltest.Audio{}, srv: srv, done: make(chan error, 1)}
+	r := &run{audio: a, srv: srv, done: make(chan error, 1)}
 	r.h = newStandIn(t, srv, settings)
 	for _, f := range prep {
 		f(r.h)
@@ -326,6 +334,45 @@ func TestOneUtterance(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestMicBufferIsOneAppend: a capture buffer of two 20 ms frames (the
+// PortAudio layer's 40 ms period) goes to the provider as one append of
+// 40 ms, not two: half the messages, system calls and wake-ups for the
+// same audio, sent as soon as the buffer is there.
+func TestMicBufferIsOneAppend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startOn(t, &voicectltest.Audio{InputFrames: 2}, voicetest.Options{Turns: []voicetest.Turn{{User: "what time is it",
+			Reply: voicetest.Reply{Transcript: "It is noon.", AudioMS: 200}}}}, audio.HalfDuplex, voice.Settings{})
+		r.until(t, "listening", isState(voicectl.Listening))
+		r.audio.Say(voicetest.Tone(300), voicetest.Silence(700))
+		r.until(t, "agent final", isFinal(voicectl.RoleAgent))
+		if err := r.stop(t); err != nil {
+			t.Fatalf("stopped with %v", err)
+		}
+		sizes := map[int]int{} // bytes of PCM → appends
+		for _, m := range r.srv.Received() {
+			var ev struct{ Type, Audio string }
+			if json.Unmarshal([]byte(m), &ev) != nil || ev.Type != "input_audio_buffer.append" {
+				continue
+			}
+			pcm, err := base64.StdEncoding.DecodeString(ev.Audio)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes[len(pcm)]++
+		}
+		const buffer = 2 * 2 * audio.FrameSamples
+		if len(sizes) == 0 {
+			t.Fatal("no appends")
+		}
+		for n, k := range sizes {
+			// The audio held before session.updated goes in one append.
+			if n != buffer && k > 1 {
+				t.Errorf("%d appends of %d bytes, want %d (a 40 ms buffer each): %v", k, n, buffer, sizes)
+			}
+		}
+	})
 }
 
 // TestBargeIn: the user speaks over the agent (headphones: full duplex):

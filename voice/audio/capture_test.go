@@ -2,6 +2,7 @@ package audio
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 )
 
@@ -113,5 +114,56 @@ func BenchmarkCapture(b *testing.B) {
 	for b.Loop() {
 		c.Write(in)
 		<-c.Frames()
+	}
+}
+
+// TestCaptureNext: Next joins the frames already waiting (a 40 ms device
+// buffer is two frames, one append), at most MaxBatch, in order, and never
+// waits for more.
+func TestCaptureNext(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		buffers []int // device buffers written, in frames
+		want    []int // frames per Next
+	}{
+		{"one frame", []int{1}, []int{1}},
+		{"a 40 ms buffer", []int{2}, []int{2}},
+		{"two buffers waiting", []int{2, 2}, []int{4}},
+		{"a backlog", []int{2, 2, 2, 2, 2, 1}, []int{5, 5, 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewCapture(CaptureConfig{})
+			k := 0
+			for _, n := range tt.buffers {
+				in := make([]int16, n*FrameSamples)
+				for i := range in {
+					in[i] = int16(k)
+					k++
+				}
+				c.Write(in)
+			}
+			c.Close()
+			var got []int
+			next := 0
+			for {
+				pcm, frames, ok := c.Next()
+				if !ok {
+					break
+				}
+				got = append(got, frames)
+				if len(pcm) != frames*2*FrameSamples {
+					t.Fatalf("%d frames in %d bytes", frames, len(pcm))
+				}
+				for i := 0; i < len(pcm); i += 2 {
+					if v := int16(binary.LittleEndian.Uint16(pcm[i:])); v != int16(next) {
+						t.Fatalf("sample %d is %d", next, v)
+					}
+					next++
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("frames per Next %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -38,10 +38,11 @@ type testDesk struct {
 	onFlush  func()    // called right after the flush, locked
 	onFirst  func()    // called when the first delta of each reply arrives, locked
 	lastResp string
-	voice    []int16 // if set, played in place of the reply audio (see speak)
-	sends    []time.Duration
-	maxQueue int     // frames waiting in Capture when the pump took one
-	echoRMS  float64 // loudest frame sent while the agent played, dBFS
+	voice    []int16         // if set, played in place of the reply audio (see speak)
+	sends    []time.Duration // each SendAudio (the frames waiting, joined)
+	frames   int             // mic frames sent
+	maxQueue int             // frames waiting in Capture when the pump took one
+	echoRMS  float64         // loudest frame sent while the agent played, dBFS
 	closed   error
 	spoken   int // samples of voice played so far
 }
@@ -98,8 +99,12 @@ func openDeskOn(t testing.TB, creds voice.Credentials, client *http.Client, mode
 	pumped := make(chan struct{})
 	go func() {
 		defer close(pumped)
-		for f := range d.c.Frames() {
+		for {
 			q := len(d.c.Frames())
+			f, frames, ok := d.c.Next() // as tui/voicectl's pump does
+			if !ok {
+				return
+			}
 			var lvl float64 = MinDBFS
 			if d.p.Playing() {
 				lvl = Measure(samplesOf(f)).RMS
@@ -109,6 +114,7 @@ func openDeskOn(t testing.TB, creds voice.Credentials, client *http.Client, mode
 			dt := time.Since(t0)
 			d.mu.Lock()
 			d.sends = append(d.sends, dt)
+			d.frames += frames
 			d.maxQueue = max(d.maxQueue, q)
 			d.echoRMS = max(d.echoRMS, lvl)
 			d.mu.Unlock()

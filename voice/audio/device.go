@@ -112,6 +112,18 @@ type DeviceConfig struct {
 	// that direction's latency.
 	InputPeriod, OutputPeriod time.Duration
 	Logger                    *slog.Logger
+
+	// OutputLatency is how much audio the output device is asked to
+	// hold ahead of the speaker (0: DefaultOutputLatency).
+	OutputLatency time.Duration
+	// OutputHangover is how long the output stream plays silence after a
+	// reply before it stops until the next (0: DefaultOutputHangover;
+	// negative: it never stops).
+	OutputHangover time.Duration
+
+	// blocking makes the loops wait inside PortAudio's blocking calls,
+	// as mnemo did before pacing (for the benchmarks' A/B).
+	blocking bool
 }
 
 // The device periods. Capture takes 40 ms buffers: capturing through
@@ -124,6 +136,21 @@ const (
 	DefaultInputPeriod  = 40 * time.Millisecond
 	DefaultOutputPeriod = 20 * time.Millisecond
 )
+
+// DefaultOutputLatency is the output latency asked of the device. The
+// play loop writes a buffer as soon as the device has room for one (see
+// pacer), so the device holds between this and a buffer more; 60 ms
+// (not the pulse plugin's 40 ms default) keeps a late wake-up on a loaded
+// machine from running it dry, and replies are still heard sooner than
+// when the loop waited inside PortAudio's blocking write (DESIGN.md,
+// "Voice measurements").
+const DefaultOutputLatency = 60 * time.Millisecond
+
+// DefaultOutputHangover is how long the output stream runs on silence
+// before it stops: long enough that the reply after a tool call or a
+// short pause finds it running, short enough that a session spent
+// listening costs no playback (DESIGN.md, "Voice measurements").
+const DefaultOutputHangover = 500 * time.Millisecond
 
 // periodFrames is d in samples, rounded to whole 20 ms frames (at least one).
 func periodFrames(d, def time.Duration) int {
@@ -140,17 +167,21 @@ func periodFrames(d, def time.Duration) int {
 type DeviceStats struct {
 	InputOverflows   uint64 // capture samples lost before we read them
 	OutputUnderflows uint64 // the device played a gap before we wrote
+	OutputStops      uint64 // times the output stopped for lack of audio
 }
 
 // Streams are the open input and output streams: 24 kHz int16 mono,
 // separate streams (one duplex stream corrupted playback on these
 // machines), each read or written by a goroutine of its own with
-// PortAudio's blocking calls. (PortAudio's callbacks cost the same here
+// PortAudio's blocking calls, called only once a whole buffer can move
+// (a pacer sleeps in Go until then, so no call waits inside PortAudio).
+// (PortAudio's callbacks cost the same here
 // and, after an output underflow, lose samples the Player counted as
 // played instead of playing a gap: DESIGN.md.) The input loop feeds a
 // Capture, the output loop drains a Player.
 type Streams struct {
 	log       *slog.Logger
+	blocking  bool
 	in, out   *portaudio.Stream
 	inBuf     []int16
 	outBuf    []int16
@@ -159,6 +190,10 @@ type Streams struct {
 	wg        sync.WaitGroup
 	overflow  atomic.Uint64
 	underflow atomic.Uint64
+	stops     atomic.Uint64
+	hangover  int // silent output buffers before the stream stops (0: never)
+	inPolls   atomic.Uint64
+	outPolls  atomic.Uint64
 	errMu     sync.Mutex
 	err       error
 }
@@ -173,7 +208,7 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 	if err := portaudio.Initialize(); err != nil {
 		return nil, fmt.Errorf("portaudio: %w", err)
 	}
-	s := &Streams{log: cfg.Logger}
+	s := &Streams{log: cfg.Logger, blocking: cfg.blocking}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -204,8 +239,12 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 			return nil, err
 		}
 		s.outBuf = make([]int16, periodFrames(cfg.OutputPeriod, DefaultOutputPeriod))
+		lat := cfg.OutputLatency
+		if lat <= 0 {
+			lat = DefaultOutputLatency
+		}
 		s.out, err = portaudio.OpenStream(portaudio.StreamParameters{
-			Output:          portaudio.StreamDeviceParameters{Device: dev, Channels: 1, Latency: dev.DefaultLowOutputLatency},
+			Output:          portaudio.StreamDeviceParameters{Device: dev, Channels: 1, Latency: lat},
 			SampleRate:      SampleRate,
 			FramesPerBuffer: len(s.outBuf),
 		}, s.outBuf)
@@ -216,6 +255,9 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 			s.latency = info.OutputLatency
 		}
 		p.SetOutputLatency(s.latency)
+		if h := cfg.OutputHangover; h >= 0 && !cfg.blocking {
+			s.hangover = periodFrames(max(h, 0), DefaultOutputHangover) / len(s.outBuf)
+		}
 	}
 	for _, st := range []*portaudio.Stream{s.in, s.out} {
 		if st != nil {
@@ -237,7 +279,9 @@ func OpenStreams(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (
 // captureLoop reads device buffers; Capture cuts them into 20 ms frames
 // and copies what it keeps.
 func (s *Streams) captureLoop(ctx context.Context, c *Capture) {
-	for ctx.Err() == nil {
+	pace := newPacer(s.in.AvailableToRead, len(s.inBuf), s.blocking, &s.inPolls)
+	defer pace.stop()
+	for pace.wait(ctx) {
 		err := s.in.Read()
 		if errors.Is(err, portaudio.InputOverflowed) {
 			s.warn(&s.overflow, "audio input overflowed: capture samples lost")
@@ -249,10 +293,30 @@ func (s *Streams) captureLoop(ctx context.Context, c *Capture) {
 	}
 }
 
-// playLoop writes device buffers; the blocking Write paces it.
+// playLoop writes device buffers, each filled from the Player only when
+// the device has room for it, so what is written is as fresh as it can
+// be (a Flush reaches the speaker a buffer sooner than filling first and
+// then waiting in Write). After OutputHangover of silence it stops the
+// stream until the Player starts the next reply (idle).
 func (s *Streams) playLoop(ctx context.Context, p *Player) {
-	for ctx.Err() == nil {
-		p.Read(s.outBuf)
+	pace := newPacer(s.out.AvailableToWrite, len(s.outBuf), s.blocking, &s.outPolls)
+	pace.early = 0 // asked twice a buffer, paced playback cost half again what blocking did
+	defer pace.stop()
+	quiet := 0 // silent buffers in a row
+	for pace.wait(ctx) {
+		if p.Read(s.outBuf) > 0 || p.Playing() {
+			quiet = 0
+		} else if quiet++; s.hangover > 0 && quiet >= s.hangover {
+			quiet = 0
+			stopped, ok := s.idle(ctx, p)
+			if !ok {
+				return
+			}
+			if stopped {
+				pace.reset()
+				continue // that buffer was silence
+			}
+		}
 		err := s.out.Write()
 		if errors.Is(err, portaudio.OutputUnderflowed) {
 			s.warn(&s.underflow, "audio output underflowed: the device played a gap")
@@ -261,6 +325,39 @@ func (s *Streams) playLoop(ctx context.Context, p *Player) {
 			return
 		}
 	}
+}
+
+// idle stops the output stream while the Player has nothing to play and
+// starts it again when a reply starts (Player.Started): the device layer
+// then costs nothing while the user speaks or the agent thinks. What the
+// device still held was silence, so it is dropped (Abort). A start takes
+// a few milliseconds here and the stream begins empty: the first delta
+// reaches the speaker about as soon as on a running stream. stopped is
+// false when a reply started meanwhile; ok is false when ctx is done or
+// the stream would not start again.
+func (s *Streams) idle(ctx context.Context, p *Player) (stopped, ok bool) {
+	select {
+	case <-p.Started():
+	default:
+	}
+	if p.Playing() {
+		return false, true
+	}
+	if err := s.out.Abort(); err != nil {
+		s.fail(fmt.Errorf("stop output: %w", err))
+		return false, false
+	}
+	s.stops.Add(1)
+	select {
+	case <-ctx.Done():
+		return true, false
+	case <-p.Started():
+	}
+	if err := s.out.Start(); err != nil {
+		s.fail(fmt.Errorf("start output: %w", err))
+		return true, false
+	}
+	return true, true
 }
 
 func (s *Streams) warn(n *atomic.Uint64, msg string) {
@@ -285,7 +382,7 @@ func (s *Streams) OutputLatency() time.Duration { return s.latency }
 
 // Stats is a snapshot of the device's warnings.
 func (s *Streams) Stats() DeviceStats {
-	return DeviceStats{InputOverflows: s.overflow.Load(), OutputUnderflows: s.underflow.Load()}
+	return DeviceStats{InputOverflows: s.overflow.Load(), OutputUnderflows: s.underflow.Load(), OutputStops: s.stops.Load()}
 }
 
 // Err is the error that stopped a stream, if one did.

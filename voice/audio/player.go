@@ -74,6 +74,7 @@ type Player struct {
 	track   voice.Playback
 	gate    *Gate
 	notify  func(bool)
+	started chan struct{} // 1-buffered: a reply started being queued
 	latency time.Duration
 	meter   Meter
 	stats   PlayerStats
@@ -88,10 +89,11 @@ func NewPlayer(cfg PlayerConfig) *Player {
 		cfg.PreBuffer = DefaultPreBuffer
 	}
 	return &Player{
-		ring:   make([]int16, samples(int(cfg.Capacity/time.Millisecond))),
-		pre:    samples(int(cfg.PreBuffer / time.Millisecond)),
-		gate:   cfg.Gate,
-		notify: cfg.OnPlaying,
+		ring:    make([]int16, samples(int(cfg.Capacity/time.Millisecond))),
+		pre:     samples(int(cfg.PreBuffer / time.Millisecond)),
+		gate:    cfg.Gate,
+		notify:  cfg.OnPlaying,
+		started: make(chan struct{}, 1),
 	}
 }
 
@@ -124,6 +126,10 @@ func (p *Player) Write(itemID string, pcm []byte) int {
 	if p.state == idle {
 		p.state = buffering
 		p.setPlaying(true)
+		select {
+		case p.started <- struct{}{}:
+		default:
+		}
 	}
 	return n
 }
@@ -205,6 +211,12 @@ func (p *Player) OutputLatency() time.Duration {
 	defer p.mu.Unlock()
 	return p.latency
 }
+
+// Started is signalled when a reply starts being queued (Playing turns
+// true). The output device stops while there is nothing to play and
+// waits on it: drain it, then check Playing, then wait, and no start is
+// missed.
+func (p *Player) Started() <-chan struct{} { return p.started }
 
 // Playing reports whether a reply is queued or playing.
 func (p *Player) Playing() bool {

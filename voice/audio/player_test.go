@@ -344,3 +344,47 @@ func BenchmarkPlayer(b *testing.B) {
 		p.Read(out)
 	}
 }
+
+// TestPlayerStarted: Started is signalled when a reply starts being
+// queued, once per reply, not for every delta; a start after the output
+// drained it is never missed (the device layer stops the output while
+// there is nothing to play and waits on it).
+func TestPlayerStarted(t *testing.T) {
+	p := NewPlayer(PlayerConfig{PreBuffer: 20 * time.Millisecond})
+	started := func() bool {
+		select {
+		case <-p.Started():
+			return true
+		default:
+			return false
+		}
+	}
+	if started() {
+		t.Fatal("started before any audio")
+	}
+	p.Write("item_1", make([]byte, 2*FrameSamples))
+	p.Write("item_1", make([]byte, 2*FrameSamples))
+	if !started() {
+		t.Fatal("no start for the first reply")
+	}
+	if started() {
+		t.Fatal("a second start for the same reply")
+	}
+	p.Finish()
+	out := make([]int16, FrameSamples)
+	for p.Playing() {
+		p.Read(out)
+	}
+	if started() {
+		t.Fatal("a start while the reply played out")
+	}
+	p.Write("item_2", make([]byte, 2*FrameSamples))
+	if !started() {
+		t.Fatal("no start for the next reply")
+	}
+	p.Flush()
+	p.Write("item_3", make([]byte, 2*FrameSamples))
+	if !started() {
+		t.Fatal("no start for the reply after a barge-in")
+	}
+}

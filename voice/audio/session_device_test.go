@@ -84,7 +84,7 @@ func TestSessionOnDevice(t *testing.T) {
 			d.mu.Unlock()
 			got := rec.wait(t, from+len(ref)+SampleRate*2)
 			d.mu.Lock()
-			speech, done, sends, maxQueue, echo := d.speech, d.done, len(d.sends), d.maxQueue, d.echoRMS
+			speech, done, sends, maxQueue, echo := d.speech, d.done, d.frames, d.maxQueue, d.echoRMS
 			d.mu.Unlock()
 
 			if speech != 1 || len(done) != 1 || done[0] != "completed" {
@@ -108,6 +108,11 @@ func TestSessionOnDevice(t *testing.T) {
 				bad := mismatches(played, ref[1:])
 				t.Logf("reply on the speaker, heard %v after its first delta arrived (device output latency %v, recorder 10 ms); %d of %d samples differ",
 					latency, d.st.OutputLatency(), bad, len(ref)-1)
+				// The output stopped while the user spoke (no reply for
+				// longer than the hang-over) and started on the first delta.
+				if d.st.Stats().OutputStops == 0 {
+					t.Errorf("the output never stopped while there was nothing to play: %+v", d.st.Stats())
+				}
 				if bad != 0 {
 					t.Errorf("the reply on the speaker is not what the stand-in sent: %d of %d samples differ", bad, len(ref)-1)
 				}

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,15 +114,17 @@ func threadCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// benchDevices are the device periods the benchmarks compare, in one run
-// so a shared machine's load hits them alike: 20 ms both ways (mnemo
-// before), the defaults (40 ms capture, 20 ms playback), and 40 ms both
-// ways.
+// benchDevices are the device set-ups the benchmarks compare, in one run
+// so a shared machine's load hits them alike: mnemo before pacing (40 ms
+// capture, 20 ms playback at the pulse plugin's 40 ms output latency,
+// waiting inside PortAudio's blocking calls), paced in Go at 60 ms output
+// latency with the output always running (always-on), and the defaults
+// (the same, the output stopped after 500 ms of silence).
 func benchDevices() []benchDevice {
 	return []benchDevice{
-		{name: "20-20", cfg: DeviceConfig{InputPeriod: 20 * time.Millisecond, OutputPeriod: 20 * time.Millisecond}},
+		{name: "blocking", cfg: DeviceConfig{OutputLatency: 40 * time.Millisecond, blocking: true}},
+		{name: "always-on", cfg: DeviceConfig{OutputHangover: -1}},
 		{name: "default", cfg: DeviceConfig{}},
-		{name: "40-40", cfg: DeviceConfig{InputPeriod: 40 * time.Millisecond, OutputPeriod: 40 * time.Millisecond}},
 	}
 }
 
@@ -130,6 +133,15 @@ type benchDevice struct {
 	cfg  DeviceConfig
 	// only opens one direction: "in" or "out" (BenchmarkVoiceDevicesIdle)
 	only string
+}
+
+// benchRounds is how many times BenchmarkVoiceSession runs each set-up,
+// interleaved: MNEMO_VOICE_ROUNDS, default 2.
+func benchRounds() int {
+	if n, err := strconv.Atoi(os.Getenv("MNEMO_VOICE_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return 2
 }
 
 func pct(ds []time.Duration, p float64) time.Duration {
@@ -145,9 +157,11 @@ func pct(ds []time.Duration, p float64) time.Duration {
 // (headphones mode, the stand-in in its own process): the user speaks
 // (espeak-ng into the mic sink), the agent answers 3 s of audio, every
 // third answer the user interrupts after a second. Reported:
-//   - send_p50_ms/send_max_ms: a mic frame taken from Capture → its
-//     append written to the socket (SendAudio returned); queue_max is the
-//     most frames ever waiting in Capture (each adds 20 ms);
+//   - send_p50_ms/send_max_ms: mic frames taken from Capture (Next: the
+//     frames waiting, joined) → their append written to the socket
+//     (SendAudio returned); queue_max is the most frames ever waiting in
+//     Capture when the pump came for them (beyond a device buffer's, each
+//     adds 20 ms);
 //   - heard_ms: a reply's first delta received → its first sample on the
 //     speaker sink's recording (Player pre-buffer, the 20 ms device
 //     buffer, the device's output latency, PulseAudio and the recorder);
@@ -160,8 +174,10 @@ func pct(ds []time.Duration, p float64) time.Duration {
 //
 // Run it with make bench-voice (no -race: the race detector costs 5-10x CPU).
 func BenchmarkVoiceSession(b *testing.B) {
-	for _, dev := range benchDevices() {
-		b.Run(dev.name, func(b *testing.B) { benchVoiceSession(b, dev.cfg) })
+	for range benchRounds() {
+		for _, dev := range benchDevices() {
+			b.Run(dev.name, func(b *testing.B) { benchVoiceSession(b, dev.cfg) })
+		}
 	}
 }
 
@@ -228,7 +244,7 @@ func benchVoiceSession(b *testing.B, cfg DeviceConfig) {
 		b.Fatalf("%d turns in %v: %d replies heard, %d barge-ins measured", turns, wall, len(heard), len(barge))
 	}
 	d.mu.Lock()
-	sends, maxQueue := slices.Clone(d.sends), d.maxQueue
+	sends, frames, maxQueue := slices.Clone(d.sends), d.frames, d.maxQueue
 	d.mu.Unlock()
 	ps, ds := d.p.Stats(), d.st.Stats()
 	ms := func(x time.Duration) float64 { return float64(x) / float64(time.Millisecond) }
@@ -246,8 +262,8 @@ func benchVoiceSession(b *testing.B, cfg DeviceConfig) {
 	b.ReportMetric(ms(slices.Max(barge)), "bargein_max_ms")
 	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "cpu_%")
 	b.ReportMetric(float64(ps.Underruns+ds.OutputUnderflows)/wall.Minutes(), "underruns/min")
-	b.Logf("%v session: %d mic frames sent (p50 %v, p99 %v, max %v; queue max %d); replies heard after %v (each %v; device output latency %v); barge-in silent after %v; CPU %v (%.2f%% of a core; the test's own %v taken off); player %+v; device %+v",
-		wall.Round(time.Millisecond), len(sends), pct(sends, 0.5), pct(sends, 0.99), slices.Max(sends), maxQueue,
+	b.Logf("%v session: %d mic frames sent in %d appends (p50 %v, p99 %v, max %v; queue max %d); replies heard after %v (each %v; device output latency %v); barge-in silent after %v; CPU %v (%.2f%% of a core; the test's own %v taken off); player %+v; device %+v",
+		wall.Round(time.Millisecond), frames, len(sends), pct(sends, 0.5), pct(sends, 0.99), slices.Max(sends), maxQueue,
 		mean(heard), heard, d.st.OutputLatency(), barge, cpu, 100*cpu.Seconds()/wall.Seconds(), harness, ps, ds)
 }
 
@@ -260,10 +276,9 @@ func BenchmarkVoiceDevicesIdle(b *testing.B) {
 	needAudio(b)
 	const window, rounds = 5 * time.Second, 3
 	devs := benchDevices()
-	for _, ms := range []time.Duration{20, 40} {
-		cfg := DeviceConfig{InputPeriod: ms * time.Millisecond, OutputPeriod: ms * time.Millisecond}
-		devs = append(devs, benchDevice{name: fmt.Sprintf("in-only-%d", ms), cfg: cfg, only: "in"},
-			benchDevice{name: fmt.Sprintf("out-only-%d", ms), cfg: cfg, only: "out"})
+	for _, dev := range benchDevices() {
+		devs = append(devs, benchDevice{name: "in-only-" + dev.name, cfg: dev.cfg, only: "in"},
+			benchDevice{name: "out-only-" + dev.name, cfg: dev.cfg, only: "out"})
 	}
 	cpus := make([][]float64, len(devs))
 	for round := range rounds {

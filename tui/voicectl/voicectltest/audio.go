@@ -20,6 +20,10 @@ import (
 type Audio struct {
 	// Fail, if set, is what Open returns.
 	Fail error
+	// InputFrames, if set, is the frames per capture buffer: the mic is
+	// handed that many at once every InputFrames×20 ms, as a device with
+	// a longer period does (the PortAudio layer's is 40 ms).
+	InputFrames int
 
 	mu     sync.Mutex
 	mic    []int16
@@ -44,20 +48,22 @@ func (a *Audio) Open(ctx context.Context, c *audio.Capture, p *audio.Player) (vo
 		defer close(done)
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
-		in := make([]int16, audio.FrameSamples)
+		in := make([]int16, max(1, a.InputFrames)*audio.FrameSamples)
 		out := make([]int16, audio.FrameSamples)
-		for {
+		for ticks := 1; ; ticks++ {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
 			}
-			a.mu.Lock()
-			n := copy(in, a.mic)
-			a.mic = a.mic[n:]
-			a.mu.Unlock()
-			clear(in[n:])
-			c.Write(in)
+			if ticks%max(1, a.InputFrames) == 0 {
+				a.mu.Lock()
+				n := copy(in, a.mic)
+				a.mic = a.mic[n:]
+				a.mu.Unlock()
+				clear(in[n:])
+				c.Write(in)
+			}
 			k := p.Read(out)
 			a.mu.Lock()
 			a.played = append(a.played, out[:k]...)
