@@ -257,6 +257,7 @@ func New(cfg Config) (*Hearth, error) {
 			voice:    initialMode(recent),
 		},
 	}
+	h.countSaved()
 	if cfg.Models != nil {
 		h.conv.current, _ = cfg.Models.Resolve()
 	}
