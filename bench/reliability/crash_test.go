@@ -445,6 +445,10 @@ func (l *ledger) checkGit(t *testing.T, root string, full bool) {
 		t.Errorf("HEAD's history starts at %q, the root's at %q: the history was cut off", first, l.firstCommit)
 	}
 	l.mu.Unlock()
+	// The work tree is HEAD's but for the journal's shards (not committed
+	// per turn, DESIGN.md, Memory root) and the ledger, whose lines name
+	// their commit and so reach git with the next one (DESIGN.md, Vault):
+	// it may only have grown.
 	out, err := git("status", "--porcelain").CombinedOutput()
 	if err != nil {
 		t.Errorf("git status: %v\n%s", err, out)
