@@ -281,6 +281,7 @@ func New(cfg Config) (*Hearth, error) {
 	}
 	h.conv = h.newConversation(MainConversation, recent)
 	h.convs[MainConversation] = h.conv
+	h.countSaved()
 	if cfg.Models != nil {
 		h.conv.current, _ = cfg.Models.Resolve()
 	}

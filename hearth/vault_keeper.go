@@ -20,7 +20,8 @@ func DefaultVaultRetry() backoff.Policy {
 // commit failed and waits for a retry, and why the last attempt failed.
 type VaultHealth struct {
 	// Uncommitted counts the saved writes git has not committed yet (the
-	// owner's edits count as one).
+	// owner's edits count as one); from New, those an earlier hearth left,
+	// until the keeper's first pass commits them.
 	Uncommitted int
 	Failing     string    // why git fails; "" when it does not
 	Since       time.Time // when it started failing
@@ -97,7 +98,7 @@ func (h *Hearth) vaultPass(ctx context.Context, start bool) {
 	was := h.vaultPending()
 	h.ownerEditsLocked(ctx)
 	if (start || was) && !h.vaultPending() {
-		if was {
+		if was && !start {
 			h.log.Info("vault: git commits again; every saved change is committed")
 		}
 		h.publish(&VaultSettled{})
@@ -123,7 +124,7 @@ func (h *Hearth) vaultPending() bool {
 // tells every subscriber once, when git starts failing.
 func (h *Hearth) vaultFailed(n int, err error) {
 	h.keeper.mu.Lock()
-	first := h.keeper.health.Uncommitted == 0
+	first := h.keeper.health.Failing == ""
 	h.keeper.health.Uncommitted = n
 	why := failingReason(err)
 	h.keeper.health.Failing = why
@@ -137,6 +138,19 @@ func (h *Hearth) vaultFailed(n int, err error) {
 	select {
 	case h.keeper.wake <- struct{}{}:
 	default:
+	}
+}
+
+// countSaved counts, before Run, the writes an earlier hearth saved whose
+// commit waits (a crash cut it short, or git failed): health says they
+// wait from the first request on, not only once the keeper's first pass
+// has failed to commit them.
+func (h *Hearth) countSaved() {
+	if h.cfg.Vault == nil {
+		return
+	}
+	if n, err := h.cfg.Vault.Pending(); err == nil {
+		h.keeper.health.Uncommitted = n
 	}
 }
 

@@ -247,3 +247,70 @@ func TestPendingCommitSurvivesRestart(t *testing.T) {
 		t.Errorf("%d ledger lines for %s, want 1", n, path)
 	}
 }
+
+// A write whose commit a stopped hearth left waiting is counted from the
+// first health request of the next one, before its keeper has run (the
+// crash loop's check took 0 there for "nothing waits"); a start-up pass
+// that cannot commit it tells the owner once, and once git takes it
+// health is clear.
+func TestHealthCountsSavedWritesFromTheStart(t *testing.T) {
+	dir := t.TempDir()
+	root, err := memory.Open(t.Context(), dir, data.Defaults(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := vault.Open(t.Context(), dir, data.Vault(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, s, stop := keptCore(t, root.ThreadsDir(), v)
+	waitFor(t, s, settled)
+	lock := filepath.Join(dir, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := h.Propose(t.Context(), noteProposal("knowledge/projects/saved.md", "project", "mnemo keeps a write saved until git takes it")); err != nil || !out.CommitFailed {
+		t.Fatalf("Propose = %+v, %v; want saved, not committed", out, err)
+	}
+	stop()
+
+	j, err := journal.Open(root.ThreadsDir(), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	retry := backoff.Policy{Initial: time.Millisecond, Max: 20 * time.Millisecond}
+	h2, err := hearth.New(hearth.Config{Journal: j, Vault: vault.New(dir, nil), VaultRetry: retry, ShutdownGrace: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h2.Health().Vault; got == nil || got.Uncommitted != 1 || got.Failing != "" {
+		t.Fatalf("health before Run: vault %+v, want 1 uncommitted, not failing yet", got)
+	}
+	s2, err := h2.Subscribe(hearth.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h2.Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	waitFor(t, s2, func(ev hearth.Event) bool {
+		n, ok := ev.(*hearth.Notice)
+		return ok && strings.Contains(n.Message, "index.lock")
+	})
+	if got := h2.Health().Vault; got == nil || got.Uncommitted != 1 || !strings.Contains(got.Failing, "index.lock") || got.Since.IsZero() {
+		t.Fatalf("health with git held: vault %+v", got)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s2, settled)
+	if got := h2.Health().Vault; got == nil || got.Uncommitted != 0 || got.Failing != "" {
+		t.Errorf("health once committed: vault %+v", got)
+	}
+}

@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	cycles   = flag.Int("cycles", 0, "crash loop: kill -9 cycles (0: skipped; make reliability runs 1,000)")
+	cycles   = flag.Int("cycles", 20, "crash loop: kill -9 cycles (make reliability runs 1,000)")
 	writers  = flag.Int("writers", 3, "crash loop: concurrent NDJSON writers of chat messages")
 	seed     = flag.Int64("seed", 0, "crash loop: random seed (0: from the clock, logged)")
 	race     = flag.Bool("race", true, "build hearth with the race detector")

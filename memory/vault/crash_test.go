@@ -4,10 +4,14 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mnemo/mnemo/data"
+	"github.com/mnemo/mnemo/memory"
 )
 
 // A hearth killed mid-commit leaves its .git/index.lock; the next Open
@@ -147,5 +151,86 @@ func TestCommitReplacesTheBranchWhole(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(ref), ".mnemo-ref*")); len(left) != 0 {
 		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// A first start killed after Ensure created the layout and before Open
+// saved its commit as pending left the files on disk and out of git; the
+// next Open's Ensure creates nothing, so it commits the layout's files HEAD
+// lacks (jobs/ and tools/ are no owner's area: nothing else would). A file
+// the owner wrote at a default's path stays theirs.
+func TestOpenCommitsTheLayoutAKillLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		left  func(t *testing.T, dir string) // the state the kill left
+		owner string                         // a file the owner wrote, left for the owner-edit check
+	}{
+		{"every file created", func(t *testing.T, dir string) {
+			if _, err := Ensure(t.Context(), dir, data.Vault(), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+		{"killed mid-Ensure", func(t *testing.T, dir string) {
+			// The defaults are copied in walk order: the kill came
+			// after jobs/, before the rest.
+			if _, err := Ensure(t.Context(), dir, data.Vault(), nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{"prompts/daily.system.md", "tools/README.md", LedgerFile} {
+				if err := os.Remove(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, ""},
+		{"the owner's file at a default's path", func(t *testing.T, dir string) {
+			if _, err := Ensure(t.Context(), dir, data.Vault(), nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "tools", "README.md"), []byte("mine\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "tools/README.md"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := memory.Open(t.Context(), dir, data.Defaults(), nil); err != nil {
+				t.Fatal(err)
+			}
+			tc.left(t, dir)
+			if _, err := Open(t.Context(), dir, data.Vault(), nil); err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			want := []string{LedgerFile}
+			err := fs.WalkDir(data.Vault(), ".", func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() {
+					want = append(want, p)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range want {
+				if got := headFile(t, dir, p); (got == "" && p != LedgerFile) != (p == tc.owner) {
+					t.Errorf("HEAD holds %s: %v, want %v", p, got != "", p != tc.owner)
+				}
+			}
+			if msg, author := headCommit(t, dir); author != "job:layout" || !strings.HasPrefix(msg, "vault: lay out") {
+				t.Errorf("HEAD by %s: %q, want the layout's commit", author, msg)
+			}
+			if gitBin, err := exec.LookPath("git"); err == nil {
+				out, err := exec.Command(gitBin, "-C", dir, "status", "--porcelain").CombinedOutput()
+				if err != nil {
+					t.Fatalf("git status: %v\n%s", err, out)
+				}
+				wantStatus := " M " + LedgerFile + "\n" // the ledger's lines name the commit
+				if tc.owner != "" {
+					wantStatus += "?? " + path.Dir(tc.owner) + "/\n"
+				}
+				if string(out) != wantStatus {
+					t.Errorf("git status:\n%s\nwant:\n%s", out, wantStatus)
+				}
+			}
+		})
 	}
 }

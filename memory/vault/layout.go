@@ -10,6 +10,7 @@
 package vault
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/mnemo/mnemo/memory"
 )
@@ -107,6 +111,19 @@ func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*V
 	if err != nil {
 		return nil, err
 	}
+	// A start killed after Ensure created files and before their commit
+	// was saved as pending left them on disk and out of git, and Ensure
+	// now finds them: the layout's files that HEAD lacks and that are as
+	// Ensure writes them are committed with what it created.
+	left, err := uncommittedLayout(dir, defaults)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range left {
+		if !slices.Contains(created, p) {
+			created = append(created, p)
+		}
+	}
 	if len(created) == 0 {
 		return v, nil
 	}
@@ -133,4 +150,77 @@ func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*V
 		return nil, cerr
 	}
 	return v, cerr
+}
+
+// uncommittedLayout returns the files of the layout in the memory root dir
+// that HEAD's tree lacks although they are on disk as Ensure writes them:
+// a default with the default's bytes, and the ledger (hearth's own file).
+// A file the owner wrote at a default's path is theirs, for the owner-edit
+// check.
+func uncommittedLayout(dir string, defaults fs.FS) ([]string, error) {
+	repo, err := memory.OpenRepository(dir)
+	if err != nil {
+		return nil, fmt.Errorf("vault %s: %w", dir, err)
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return nil, fmt.Errorf("vault %s: read HEAD: %w", dir, err)
+	}
+	commit, err := repo.CommitObject(head.Hash())
+	if err != nil {
+		return nil, fmt.Errorf("vault %s: read HEAD: %w", dir, err)
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("vault %s: read HEAD: %w", dir, err)
+	}
+	inHead := func(p string) (bool, error) {
+		_, err := tree.FindEntry(p)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, object.ErrEntryNotFound), errors.Is(err, object.ErrDirectoryNotFound):
+			return false, nil
+		}
+		return false, fmt.Errorf("vault %s: read HEAD: %w", dir, err)
+	}
+	onDisk := func(p string) ([]byte, bool) {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if st, err := os.Lstat(full); err != nil || !st.Mode().IsRegular() {
+			return nil, false
+		}
+		b, err := os.ReadFile(full)
+		return b, err == nil
+	}
+	var left []string
+	if defaults != nil {
+		err = fs.WalkDir(defaults, ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			in, err := inHead(p)
+			if err != nil || in {
+				return err
+			}
+			want, err := fs.ReadFile(defaults, p)
+			if err != nil {
+				return err
+			}
+			if got, ok := onDisk(p); ok && bytes.Equal(got, want) {
+				left = append(left, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("vault %s: %w", dir, err)
+		}
+	}
+	in, err := inHead(LedgerFile)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := onDisk(LedgerFile); ok && !in {
+		left = append(left, LedgerFile)
+	}
+	return left, nil
 }
