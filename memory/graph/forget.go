@@ -63,6 +63,7 @@ func (g *Graph) Forget(ids []string) {
 		}
 		delete(g.entities, id)
 	}
+	g.recount()
 }
 
 // dropRelation removes the relation k; g.mu is held.
