@@ -541,34 +541,64 @@ func (g *Graph) Related(id string, limit int) []Neighbor {
 	}
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	// Rank the neighbours in place; copy only the limit kept.
-	type near struct {
-		e   *Entity
-		r   *Relation
-		sal float64
-	}
-	ns := make([]near, 0, len(g.adj[id]))
+	// Keep the best limit in order while walking the neighbours (a
+	// well-known entity has thousands); a neighbour whose relation is
+	// weaker than the last kept's is passed over before its salience is
+	// computed.
+	var top []near
 	for _, k := range g.adj[id] {
 		r := g.relations[k]
 		other := r.To
 		if other == id {
 			other = r.From
 		}
-		if e := g.entities[other]; e != nil {
-			ns = append(ns, near{e, r, g.salienceOf(e)})
+		e := g.entities[other]
+		if e == nil {
+			continue
 		}
+		full := len(top) == limit
+		if full && r.Weight < top[limit-1].r.Weight {
+			continue
+		}
+		n := near{e, r, g.salienceOf(e)}
+		if full && n.compare(top[limit-1]) >= 0 {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(top, n, near.compare)
+		if full {
+			top = top[:limit-1]
+		}
+		top = slices.Insert(top, i, n)
 	}
-	slices.SortFunc(ns, func(a, b near) int {
-		return cmp.Or(cmp.Compare(b.r.Weight, a.r.Weight), cmp.Compare(b.sal, a.sal),
-			cmp.Compare(a.e.ID, b.e.ID), cmp.Compare(a.r.Type, b.r.Type), cmp.Compare(a.r.From, b.r.From))
-	})
-	out := make([]Neighbor, 0, min(len(ns), limit))
-	for _, n := range ns[:min(len(ns), limit)] {
+	out := make([]Neighbor, 0, len(top))
+	for _, n := range top {
 		c := *n.r
 		c.Evidence = slices.Clone(n.r.Evidence)
 		out = append(out, Neighbor{Entity: g.copyEntity(n.e), Relation: c})
 	}
 	return out
+}
+
+// near is a neighbour Related ranks.
+type near struct {
+	e   *Entity
+	r   *Relation
+	sal float64
+}
+
+// compare orders neighbours strongest first: the relation's weight, the
+// neighbour's salience, then its id, the relation's type and direction.
+func (a near) compare(b near) int {
+	if c := cmp.Compare(b.r.Weight, a.r.Weight); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.sal, a.sal); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.e.ID, b.e.ID); c != 0 {
+		return c
+	}
+	return cmp.Or(cmp.Compare(a.r.Type, b.r.Type), cmp.Compare(a.r.From, b.r.From))
 }
 
 // Resolve returns the id of the entity name or an alias names, or "".
