@@ -105,7 +105,7 @@ type Graph struct {
 	entities  map[string]*Entity
 	alias     map[string]string // normalised name or alias → entity id
 	relations map[string]*Relation
-	adj       map[string][]string // entity id → relation keys
+	adj       map[string][]*Relation // entity id → the relations it is an end of
 	events    map[string]EventMeta
 	order     []string // events' ids, oldest first
 	maxEvents int
@@ -127,7 +127,7 @@ func New(arch Archetype) *Graph {
 		entities:  map[string]*Entity{},
 		alias:     map[string]string{},
 		relations: map[string]*Relation{},
-		adj:       map[string][]string{},
+		adj:       map[string][]*Relation{},
 		events:    map[string]EventMeta{},
 		calls:     map[string]string{},
 		maxEvents: MaxEvents,
@@ -305,8 +305,8 @@ func (g *Graph) relate(from, to, typ, evidence string, symmetric bool) {
 	if r == nil {
 		r = &Relation{From: from, To: to, Type: typ}
 		g.relations[k] = r
-		g.adj[from] = append(g.adj[from], k)
-		g.adj[to] = append(g.adj[to], k)
+		g.adj[from] = append(g.adj[from], r)
+		g.adj[to] = append(g.adj[to], r)
 	}
 	r.Count++
 	r.Weight = 1 - math.Exp(-float64(r.Count)/3)
@@ -546,8 +546,7 @@ func (g *Graph) Related(id string, limit int) []Neighbor {
 	// weaker than the last kept's is passed over before its salience is
 	// computed.
 	var top []near
-	for _, k := range g.adj[id] {
-		r := g.relations[k]
+	for _, r := range g.adj[id] {
 		other := r.To
 		if other == id {
 			other = r.From

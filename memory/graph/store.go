@@ -132,8 +132,8 @@ func Load(path string, arch Archetype) (*Graph, error) {
 		}
 		k := relKey(r.From, r.Type, r.To)
 		g.relations[k] = r
-		g.adj[r.From] = append(g.adj[r.From], k)
-		g.adj[r.To] = append(g.adj[r.To], k)
+		g.adj[r.From] = append(g.adj[r.From], r)
+		g.adj[r.To] = append(g.adj[r.To], r)
 	}
 	g.recount()
 	return g, nil
