@@ -52,8 +52,8 @@ func (g *Graph) Forget(ids []string) {
 		if e.Mentions > 0 && len(ev) > 0 {
 			continue
 		}
-		for _, k := range slices.Clone(g.adj[id]) {
-			g.dropRelation(k)
+		for _, r := range slices.Clone(g.adj[id]) {
+			g.dropRelation(relKey(r.From, r.Type, r.To))
 		}
 		delete(g.adj, id)
 		for a, to := range g.alias {
@@ -63,6 +63,7 @@ func (g *Graph) Forget(ids []string) {
 		}
 		delete(g.entities, id)
 	}
+	g.recount()
 }
 
 // dropRelation removes the relation k; g.mu is held.
@@ -73,7 +74,7 @@ func (g *Graph) dropRelation(k string) {
 	}
 	delete(g.relations, k)
 	for _, end := range []string{r.From, r.To} {
-		g.adj[end] = slices.DeleteFunc(g.adj[end], func(x string) bool { return x == k })
+		g.adj[end] = slices.DeleteFunc(g.adj[end], func(x *Relation) bool { return x == r })
 	}
 }
 

@@ -71,7 +71,9 @@ type Entity struct {
 	FirstSeen time.Time `json:"first_seen"`
 	LastSeen  time.Time `json:"last_seen"`
 	Mentions  int       `json:"mentions"`
-	Salience  float64   `json:"salience"`
+	// Salience is computed when read (see Graph.salienceOf); what the
+	// graph keeps is, for a Fixed entity, the curator's floor.
+	Salience float64 `json:"salience"`
 	// Evidence is the ids of the newest events that mention it, oldest
 	// first, at most MaxEvidence.
 	Evidence []string `json:"evidence,omitempty"`
@@ -103,7 +105,7 @@ type Graph struct {
 	entities  map[string]*Entity
 	alias     map[string]string // normalised name or alias → entity id
 	relations map[string]*Relation
-	adj       map[string][]string // entity id → relation keys
+	adj       map[string][]*Relation // entity id → the relations it is an end of
 	events    map[string]EventMeta
 	order     []string // events' ids, oldest first
 	maxEvents int
@@ -112,6 +114,9 @@ type Graph struct {
 	last      string // the id of the newest event added
 	now       time.Time
 	count     int
+	// maxM is the most mentions any entity has: salience's frequency
+	// scale, kept as mentions grow and recounted when they shrink.
+	maxM int
 }
 
 // New returns an empty graph typed by arch.
@@ -122,7 +127,7 @@ func New(arch Archetype) *Graph {
 		entities:  map[string]*Entity{},
 		alias:     map[string]string{},
 		relations: map[string]*Relation{},
-		adj:       map[string][]string{},
+		adj:       map[string][]*Relation{},
 		events:    map[string]EventMeta{},
 		calls:     map[string]string{},
 		maxEvents: MaxEvents,
@@ -255,6 +260,7 @@ func (g *Graph) mention(name, typ string, ts time.Time, event string) string {
 		g.alias[key] = id
 	}
 	e.Mentions++
+	g.maxM = max(g.maxM, e.Mentions)
 	e.Evidence = addEvidence(e.Evidence, event)
 	if ts.Before(e.FirstSeen) || e.FirstSeen.IsZero() {
 		e.FirstSeen = ts
@@ -299,8 +305,8 @@ func (g *Graph) relate(from, to, typ, evidence string, symmetric bool) {
 	if r == nil {
 		r = &Relation{From: from, To: to, Type: typ}
 		g.relations[k] = r
-		g.adj[from] = append(g.adj[from], k)
-		g.adj[to] = append(g.adj[to], k)
+		g.adj[from] = append(g.adj[from], r)
+		g.adj[to] = append(g.adj[to], r)
 	}
 	r.Count++
 	r.Weight = 1 - math.Exp(-float64(r.Count)/3)
@@ -354,6 +360,11 @@ func (g *Graph) AddEntity(e Entity) {
 		}
 	}
 	cur.Mentions += e.Mentions
+	if e.Mentions >= 0 {
+		g.maxM = max(g.maxM, cur.Mentions)
+	} else {
+		g.recount()
+	}
 	if cur.Salience < e.Salience {
 		cur.Salience = e.Salience
 	}
@@ -374,27 +385,35 @@ func (g *Graph) salience(e *Entity, maxMentions int) float64 {
 	return math.Round((0.6*freq+0.4*rec)*1000) / 1000
 }
 
-// refresh recomputes every entity's salience; call it with g.mu held.
-func (g *Graph) refresh() {
-	maxM := 0
-	for _, e := range g.entities {
-		maxM = max(maxM, e.Mentions)
+// salienceOf is e's salience now, computed when read: it depends on the
+// newest event and the most mentioned entity, which move with every
+// event, so keeping every entity's current would cost a pass over all of
+// them per event or per read. A Fixed entity's is never below the
+// curator's (its Salience field). g.mu is held, read or write.
+func (g *Graph) salienceOf(e *Entity) float64 {
+	s := g.salience(e, g.maxM)
+	if e.Fixed && e.Salience > s {
+		return e.Salience
 	}
+	return s
+}
+
+// recount sets maxM from every entity, after mentions went down; g.mu is
+// held.
+func (g *Graph) recount() {
+	g.maxM = 0
 	for _, e := range g.entities {
-		if s := g.salience(e, maxM); !e.Fixed || s > e.Salience {
-			e.Salience = s
-		}
+		g.maxM = max(g.maxM, e.Mentions)
 	}
 }
 
 // Entities is a copy of every entity, salience fresh, by id.
 func (g *Graph) Entities() []Entity {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.refresh()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
 	out := make([]Entity, 0, len(g.entities))
 	for _, e := range g.entities {
-		out = append(out, copyEntity(e))
+		out = append(out, g.copyEntity(e))
 	}
 	slices.SortFunc(out, func(a, b Entity) int { return cmp.Compare(a.ID, b.ID) })
 	return out
@@ -422,14 +441,13 @@ func sortRelations(rs []Relation) {
 
 // Entity is entity id, salience fresh.
 func (g *Graph) Entity(id string) (Entity, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
 	e := g.entities[id]
 	if e == nil {
 		return Entity{}, false
 	}
-	g.refresh()
-	return copyEntity(e), true
+	return g.copyEntity(e), true
 }
 
 // Event is what g keeps of event id.
@@ -440,8 +458,10 @@ func (g *Graph) Event(id string) (EventMeta, bool) {
 	return e, ok
 }
 
-func copyEntity(e *Entity) Entity {
+// copyEntity is a copy of e, salience fresh; g.mu is held.
+func (g *Graph) copyEntity(e *Entity) Entity {
 	c := *e
+	c.Salience = g.salienceOf(e)
 	c.Aliases = slices.Clone(e.Aliases)
 	c.Evidence = slices.Clone(e.Evidence)
 	c.Votes = nil
@@ -463,12 +483,12 @@ func (g *Graph) Find(q Query) []Entity {
 		q.Limit = 10
 	}
 	key := Normalize(q.Name)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.refresh()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
 	type match struct {
 		e    *Entity
 		rank int
+		sal  float64
 	}
 	var ms []match
 	for _, e := range g.entities {
@@ -495,14 +515,14 @@ func (g *Graph) Find(q Query) []Entity {
 				continue
 			}
 		}
-		ms = append(ms, match{e, rank})
+		ms = append(ms, match{e, rank, g.salienceOf(e)})
 	}
 	slices.SortFunc(ms, func(a, b match) int {
-		return cmp.Or(cmp.Compare(b.rank, a.rank), cmp.Compare(b.e.Salience, a.e.Salience), cmp.Compare(a.e.ID, b.e.ID))
+		return cmp.Or(cmp.Compare(b.rank, a.rank), cmp.Compare(b.sal, a.sal), cmp.Compare(a.e.ID, b.e.ID))
 	})
 	out := make([]Entity, 0, min(len(ms), q.Limit))
 	for _, m := range ms[:min(len(ms), q.Limit)] {
-		out = append(out, copyEntity(m.e))
+		out = append(out, g.copyEntity(m.e))
 	}
 	return out
 }
@@ -519,12 +539,14 @@ func (g *Graph) Related(id string, limit int) []Neighbor {
 	if limit <= 0 {
 		limit = 10
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.refresh()
-	var out []Neighbor
-	for _, k := range g.adj[id] {
-		r := g.relations[k]
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	// Keep the best limit in order while walking the neighbours (a
+	// well-known entity has thousands); a neighbour whose relation is
+	// weaker than the last kept's is passed over before its salience is
+	// computed.
+	var top []near
+	for _, r := range g.adj[id] {
 		other := r.To
 		if other == id {
 			other = r.From
@@ -533,15 +555,49 @@ func (g *Graph) Related(id string, limit int) []Neighbor {
 		if e == nil {
 			continue
 		}
-		c := *r
-		c.Evidence = slices.Clone(r.Evidence)
-		out = append(out, Neighbor{Entity: copyEntity(e), Relation: c})
+		full := len(top) == limit
+		if full && r.Weight < top[limit-1].r.Weight {
+			continue
+		}
+		n := near{e, r, g.salienceOf(e)}
+		if full && n.compare(top[limit-1]) >= 0 {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(top, n, near.compare)
+		if full {
+			top = top[:limit-1]
+		}
+		top = slices.Insert(top, i, n)
 	}
-	slices.SortFunc(out, func(a, b Neighbor) int {
-		return cmp.Or(cmp.Compare(b.Relation.Weight, a.Relation.Weight), cmp.Compare(b.Entity.Salience, a.Entity.Salience),
-			cmp.Compare(a.Entity.ID, b.Entity.ID), cmp.Compare(a.Relation.Type, b.Relation.Type))
-	})
-	return out[:min(len(out), limit)]
+	out := make([]Neighbor, 0, len(top))
+	for _, n := range top {
+		c := *n.r
+		c.Evidence = slices.Clone(n.r.Evidence)
+		out = append(out, Neighbor{Entity: g.copyEntity(n.e), Relation: c})
+	}
+	return out
+}
+
+// near is a neighbour Related ranks.
+type near struct {
+	e   *Entity
+	r   *Relation
+	sal float64
+}
+
+// compare orders neighbours strongest first: the relation's weight, the
+// neighbour's salience, then its id, the relation's type and direction.
+func (a near) compare(b near) int {
+	if c := cmp.Compare(b.r.Weight, a.r.Weight); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.sal, a.sal); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.e.ID, b.e.ID); c != 0 {
+		return c
+	}
+	return cmp.Or(cmp.Compare(a.r.Type, b.r.Type), cmp.Compare(a.r.From, b.r.From))
 }
 
 // Resolve returns the id of the entity name or an alias names, or "".

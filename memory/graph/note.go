@@ -131,8 +131,8 @@ func (g *Graph) Notes() []Note {
 	out := make([]Note, 0, len(ents))
 	for _, e := range ents {
 		n := Note{Entity: e}
-		for _, k := range g.adj[e.ID] {
-			r := *g.relations[k]
+		for _, rel := range g.adj[e.ID] {
+			r := *rel
 			r.Evidence = append([]string(nil), r.Evidence...)
 			n.Relations = append(n.Relations, r)
 		}

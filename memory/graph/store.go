@@ -47,7 +47,11 @@ func (a Archetype) Hash() string {
 // Save writes g to path atomically (a temporary file, fsync'd, renamed).
 func (g *Graph) Save(path string) error {
 	g.mu.Lock()
-	g.refresh()
+	for _, e := range g.entities {
+		if !e.Fixed { // a Fixed one's Salience is the curator's floor
+			e.Salience = g.salienceOf(e)
+		}
+	}
 	s := snapshot{Version: indexVersion, Archetype: g.arch.Hash(), Last: g.last, Count: g.count, Now: g.now,
 		LastUser: g.lastUser, Calls: g.calls, Alias: g.alias}
 	for _, id := range g.order {
@@ -128,8 +132,9 @@ func Load(path string, arch Archetype) (*Graph, error) {
 		}
 		k := relKey(r.From, r.Type, r.To)
 		g.relations[k] = r
-		g.adj[r.From] = append(g.adj[r.From], k)
-		g.adj[r.To] = append(g.adj[r.To], k)
+		g.adj[r.From] = append(g.adj[r.From], r)
+		g.adj[r.To] = append(g.adj[r.To], r)
 	}
+	g.recount()
 	return g, nil
 }
