@@ -46,6 +46,10 @@ type CuratorConfig struct {
 	// (see flushPending); 0: DefaultFlushAt; negative: no flush pass, and
 	// the window trims as without a curator.
 	FlushAt int
+	// FlushLowWater is how full (percent of the share) a flush leaves the
+	// window's unflushed records: it flushes the oldest until the rest
+	// fit; 0: DefaultFlushLowWater; at most FlushAt.
+	FlushLowWater int
 	// OnFlush, when set, is told of each flush after its cursor is saved.
 	OnFlush func(Flushed)
 }
@@ -123,6 +127,10 @@ func newCuratorState(cfg *CuratorConfig) *curatorState {
 		c.cfg.FlushAt = DefaultFlushAt
 	}
 	c.cfg.FlushAt = min(c.cfg.FlushAt, 100)
+	if c.cfg.FlushLowWater <= 0 {
+		c.cfg.FlushLowWater = DefaultFlushLowWater
+	}
+	c.cfg.FlushLowWater = min(c.cfg.FlushLowWater, max(c.cfg.FlushAt, 0))
 	if c.cfg.Retry == (backoff.Policy{}) {
 		c.cfg.Retry = backoff.Policy{Initial: 5 * time.Second, Max: 10 * time.Minute, JitterBelow: 0.2, JitterAbove: 0.2}
 	}

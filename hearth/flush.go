@@ -26,6 +26,12 @@ const FlushCursorFile = "flush.cursor"
 // which the flush pass runs, ahead of need.
 const DefaultFlushAt = 80
 
+// DefaultFlushLowWater is how full (percent of the recent-turn share) a
+// flush leaves the window's unflushed part: past FlushAt the pass flushes
+// the oldest unflushed records until what is left fits in this much, so
+// one flush covers several turns instead of the one about to leave.
+const DefaultFlushLowWater = 50
+
 // Flushed is what one flush pass made: the records it covered, the
 // summary and what policy did with it and with the proposals.
 type Flushed struct {
@@ -155,7 +161,8 @@ func (h *Hearth) windowLocked(c *conversation, b ContextBudget) ([]journal.Recor
 }
 
 // flushPending runs the flush pass when the window, over the turns
-// curated, has passed FlushAt of its share: the records about to leave it, after the flush cursor, are
+// curated, has passed FlushAt of its share: the oldest records after the
+// flush cursor, down to what fits in FlushLowWater of the share, are
 // sent to the curator's model with the summary so far; its proposals go
 // through Propose, its summary to summaries/threads/ (one file per
 // flush, named after the first record it adds, so that a flush run again
@@ -183,9 +190,14 @@ func (h *Hearth) flushPending(ctx context.Context) error {
 	// nothing is due.
 	lo, hi := firstUnflushed(recent, memo.Cursor), len(recent)-len(ahead)
 	var rng []journal.Record
-	for _, r := range recent[min(lo, hi):hi] {
-		if r.IsTurn() {
-			rng = append(rng, r)
+	if lo < hi {
+		// Due: flush down to the low-water mark (hysteresis), so that the
+		// next flush is several turns away.
+		low := contextWindow(recent, max(1, h.cfg.ContextTurns*c.cfg.FlushLowWater/100), share*c.cfg.FlushLowWater/100)
+		for _, r := range recent[lo:max(hi, len(recent)-len(low))] {
+			if r.IsTurn() {
+				rng = append(rng, r)
+			}
 		}
 	}
 	c.mu.Lock()
