@@ -46,6 +46,10 @@ type CuratorConfig struct {
 	// (see flushPending); 0: DefaultFlushAt; negative: no flush pass, and
 	// the window trims as without a curator.
 	FlushAt int
+	// FlushLowWater is how full (percent of the share) a flush leaves the
+	// window's unflushed records: it flushes the oldest until the rest
+	// fit; 0: DefaultFlushLowWater; at most FlushAt.
+	FlushLowWater int
 	// OnFlush, when set, is told of each flush after its cursor is saved.
 	OnFlush func(Flushed)
 }
@@ -80,14 +84,16 @@ type CuratorHealth struct {
 	Applied, Queued, Rejected int // proposals, by what policy (or the decoder) decided
 	Questions                 int
 	LastError                 string // the last failure, "" after a success
-	// FlushCursor is the last record flushed (summarised before it may
-	// leave the window); Unflushed the records due for a flush, as of
-	// the last pass; Flushes the flushes since start.
+	// FlushCursor is main's last record flushed (summarised before it
+	// may leave the window; every conversation has its own, see
+	// FlushCursorFileOf); Unflushed the records due for a flush in the
+	// conversations loaded, as of the last pass; Flushes the flushes
+	// since start, of every conversation.
 	FlushCursor string
 	Unflushed   int
 	Flushes     int
-	// Kept is how many unflushed records the latest context kept past
-	// the recent share; Cut how many it had to leave out unflushed,
+	// Kept is how many unflushed records the latest context (of any
+	// conversation) kept past the recent share; Cut how many it had to leave out unflushed,
 	// past the whole budget (the context then says so).
 	Kept, Cut int
 }
@@ -102,8 +108,14 @@ type curatorState struct {
 
 	mu     sync.Mutex
 	health CuratorHealth
-	flush  flushMemo // the flush cursor, as saved
-	active bool      // the worker runs: the window waits for flushes
+	// flush is each conversation's flush cursor, as saved (none: nothing
+	// flushed yet); flushOff the conversations whose cursor was
+	// unreadable at start (their flush is off); unflushed each loaded
+	// conversation's records due for a flush as of the last pass.
+	flush     map[string]flushMemo
+	flushOff  map[string]bool
+	unflushed map[string]int
+	active    bool // the worker runs: the window waits for flushes
 	// rewrite are the notes a forget hid, waiting for their rewrite
 	// (rewrite.go); rewriteScanned: the vault was searched for those a
 	// forget hid before a restart.
@@ -115,7 +127,7 @@ func newCuratorState(cfg *CuratorConfig) *curatorState {
 	if cfg == nil {
 		return nil
 	}
-	c := &curatorState{cfg: *cfg, wake: make(chan struct{}, 1)}
+	c := &curatorState{cfg: *cfg, wake: make(chan struct{}, 1), flush: map[string]flushMemo{}, flushOff: map[string]bool{}, unflushed: map[string]int{}}
 	if c.cfg.Context <= 0 {
 		c.cfg.Context = 12
 	}
@@ -123,6 +135,10 @@ func newCuratorState(cfg *CuratorConfig) *curatorState {
 		c.cfg.FlushAt = DefaultFlushAt
 	}
 	c.cfg.FlushAt = min(c.cfg.FlushAt, 100)
+	if c.cfg.FlushLowWater <= 0 {
+		c.cfg.FlushLowWater = DefaultFlushLowWater
+	}
+	c.cfg.FlushLowWater = min(c.cfg.FlushLowWater, max(c.cfg.FlushAt, 0))
 	if c.cfg.Retry == (backoff.Policy{}) {
 		c.cfg.Retry = backoff.Policy{Initial: 5 * time.Second, Max: 10 * time.Minute, JitterBelow: 0.2, JitterAbove: 0.2}
 	}
@@ -168,14 +184,14 @@ func (h *Hearth) startCurator(ctx context.Context) (done func()) {
 		h.log.Error("curator: no cursor; the curator is off", "err", err)
 		return func() {}
 	}
-	flush, err := h.loadFlush()
+	flush, off, err := h.loadFlushes()
 	if err != nil {
 		h.log.Error("curator: no flush cursor; the curator is off", "err", err)
 		return func() {}
 	}
 	c.mu.Lock()
 	c.health.Cursor = cursor
-	c.flush, c.health.FlushCursor, c.active = flush, flush.Cursor, true
+	c.flush, c.flushOff, c.health.FlushCursor, c.active = flush, off, flush[MainConversation].Cursor, true
 	c.mu.Unlock()
 	finished := make(chan struct{})
 	go func() {

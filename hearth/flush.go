@@ -17,14 +17,30 @@ import (
 	"github.com/mnemo/mnemo/memory/vault"
 )
 
-// FlushCursorFile is the flush pass's cursor in CuratorConfig.StateDir,
+// FlushCursorFile is main's flush cursor in CuratorConfig.StateDir,
 // beside the curator's: the last record flushed and the summary that
-// covers it.
+// covers it. Every other conversation has its own (FlushCursorFileOf).
 const FlushCursorFile = "flush.cursor"
+
+// FlushCursorFileOf is conversation conv's flush cursor file in
+// CuratorConfig.StateDir: FlushCursorFile for main, flush.<conv>.cursor
+// for the others (a conversation id has no dot).
+func FlushCursorFileOf(conv string) string {
+	if conv == MainConversation || conv == "" {
+		return FlushCursorFile
+	}
+	return "flush." + conv + ".cursor"
+}
 
 // DefaultFlushAt is the share of the recent-turn allowance (percent) past
 // which the flush pass runs, ahead of need.
 const DefaultFlushAt = 80
+
+// DefaultFlushLowWater is how full (percent of the recent-turn share) a
+// flush leaves the window's unflushed part: past FlushAt the pass flushes
+// the oldest unflushed records until what is left fits in this much, so
+// one flush covers several turns instead of the one about to leave.
+const DefaultFlushLowWater = 50
 
 // Flushed is what one flush pass made: the records it covered, the
 // summary and what policy did with it and with the proposals.
@@ -55,10 +71,42 @@ type flushMemo struct {
 	Summary string `json:"summary"`
 }
 
-// loadFlush reads the flush cursor; without one nothing is flushed yet.
-func (h *Hearth) loadFlush() (flushMemo, error) {
+// loadFlushes reads every conversation's flush cursor: main's, then the
+// others' files; a conversation without one has flushed nothing yet.
+// main's unreadable is an error (the curator stays off, as before
+// conversations); another's is logged, and that conversation's flush is
+// off (its window trims as without a curator) until hearth restarts.
+func (h *Hearth) loadFlushes() (memos map[string]flushMemo, off map[string]bool, err error) {
+	dir := h.curator.cfg.StateDir
+	memos, off = map[string]flushMemo{}, map[string]bool{}
+	m, err := readFlush(filepath.Join(dir, FlushCursorFile))
+	if err != nil {
+		return nil, nil, err
+	}
+	memos[MainConversation] = m
+	names, err := filepath.Glob(filepath.Join(dir, "flush.*.cursor"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("flush cursors: %w", err)
+	}
+	for _, name := range names {
+		conv := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(name), "flush."), ".cursor")
+		if !journal.ValidConversation(conv) || conv == MainConversation {
+			continue
+		}
+		m, err := readFlush(name)
+		if err != nil {
+			h.log.Error("curator: a conversation's flush cursor is unreadable; its flush is off", "conversation", conv, "err", err)
+			off[conv] = true
+			continue
+		}
+		memos[conv] = m
+	}
+	return memos, off, nil
+}
+
+func readFlush(path string) (flushMemo, error) {
 	var m flushMemo
-	b, err := os.ReadFile(filepath.Join(h.curator.cfg.StateDir, FlushCursorFile))
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return m, nil
 	}
@@ -66,27 +114,40 @@ func (h *Hearth) loadFlush() (flushMemo, error) {
 		return m, fmt.Errorf("flush cursor: %w", err)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("flush cursor: %w", err)
+		return m, fmt.Errorf("flush cursor %s: %w", filepath.Base(path), err)
 	}
 	return m, nil
 }
 
-func (h *Hearth) saveFlush(m flushMemo) error {
+// saveFlush writes conversation conv's flush cursor durably (temporary
+// file, fsync, rename, directory fsync), then keeps it.
+func (h *Hearth) saveFlush(conv string, m flushMemo) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("flush cursor: %w", err)
 	}
-	if err := writeFileDurable(h.curator.cfg.StateDir, FlushCursorFile, append(b, '\n')); err != nil {
+	if err := writeFileDurable(h.curator.cfg.StateDir, FlushCursorFileOf(conv), append(b, '\n')); err != nil {
 		return fmt.Errorf("flush cursor: %w", err)
 	}
 	c := h.curator
 	c.mu.Lock()
-	c.flush = m
-	c.health.FlushCursor = m.Cursor
-	c.health.Unflushed = 0
+	c.flush[conv] = m
+	if conv == MainConversation {
+		c.health.FlushCursor = m.Cursor
+	}
+	c.unflushed[conv] = 0
+	c.health.Unflushed = sumUnflushed(c.unflushed)
 	c.health.Flushes++
 	c.mu.Unlock()
 	return nil
+}
+
+func sumUnflushed(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // summaryBlock is what stands in the window for the flushed records.
@@ -116,15 +177,13 @@ func firstUnflushed(recent []journal.Record, cursor string) int {
 func (h *Hearth) windowLocked(c *conversation, b ContextBudget) ([]journal.Record, string) {
 	allow := b.Allowance()
 	cs := h.curator
-	if cs == nil || cs.cfg.FlushAt < 0 || c != h.conv {
-		// The flush keeps one cursor, main's (see DESIGN.md
-		// "Conversations"): another conversation's window is plain.
+	if cs == nil || cs.cfg.FlushAt < 0 {
 		return contextWindow(c.recent, h.cfg.ContextTurns, allow.Recent), ""
 	}
 	cs.mu.Lock()
-	active, memo := cs.active, cs.flush
+	active, memo, off := cs.active, cs.flush[c.id], cs.flushOff[c.id]
 	cs.mu.Unlock()
-	if !active {
+	if !active || off {
 		return contextWindow(c.recent, h.cfg.ContextTurns, allow.Recent), ""
 	}
 	recent := c.recent
@@ -147,32 +206,70 @@ func (h *Hearth) windowLocked(c *conversation, b ContextBudget) ([]journal.Recor
 		block = "" // every record the summary covers is in the window
 	}
 	if cut > 0 {
-		h.log.Warn("context: records cut before they were flushed", "cut", cut, "flush_cursor", memo.Cursor)
+		h.log.Warn("context: records cut before they were flushed", "conversation", c.id, "cut", cut, "flush_cursor", memo.Cursor)
 		marker := fmt.Sprintf("[%d earlier messages of this conversation were left out before they could be summarised; the journal keeps them.]", cut)
 		block = strings.TrimSpace(block + "\n\n" + marker)
 	}
 	return window, block
 }
 
-// flushPending runs the flush pass when the window, over the turns
-// curated, has passed FlushAt of its share: the records about to leave it, after the flush cursor, are
-// sent to the curator's model with the summary so far; its proposals go
-// through Propose, its summary to summaries/threads/ (one file per
-// flush, named after the first record it adds, so that a flush run again
-// after a crash updates the same file), then the cursor moves. A model
-// failure or an unusable reply is an error: the records stay unflushed,
-// and so stay in the window.
+// flushPending runs the flush pass for each conversation loaded (see
+// flushConversation); one conversation's failure does not keep the
+// others from theirs. A conversation unloaded meanwhile is flushed when
+// it is next loaded and a turn of it is curated: until then its window,
+// read back from the journal, keeps its unflushed records.
 func (h *Hearth) flushPending(ctx context.Context) error {
 	c := h.curator
 	if c.cfg.FlushAt < 0 {
 		return nil
 	}
+	h.mu.Lock()
+	convs := make([]*conversation, 0, len(h.convs))
+	for _, cv := range h.convs {
+		convs = append(convs, cv)
+	}
+	h.mu.Unlock()
+	slices.SortFunc(convs, func(a, b *conversation) int { return strings.Compare(a.id, b.id) })
+	c.mu.Lock()
+	for id := range c.unflushed {
+		if !slices.ContainsFunc(convs, func(cv *conversation) bool { return cv.id == id }) {
+			delete(c.unflushed, id) // unloaded: as of the last pass, nothing known
+		}
+	}
+	c.health.Unflushed = sumUnflushed(c.unflushed)
+	c.mu.Unlock()
+	var errs []error
+	for _, cv := range convs {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := h.flushConversation(ctx, cv); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// flushConversation runs the flush pass for cv when its window, over the
+// turns curated, has passed FlushAt of its share: the oldest records after
+// its flush cursor, down to what fits in FlushLowWater of the share, are
+// sent to the curator's model with the summary so far; its proposals go
+// through Propose, its summary to summaries/threads/ (one file per
+// flush, named after the conversation and the first record it adds, so
+// that a flush run again after a crash updates the same file), then the
+// conversation's cursor moves. A model failure or an unusable reply is
+// an error: the records stay unflushed, and so stay in the window.
+func (h *Hearth) flushConversation(ctx context.Context, cv *conversation) error {
+	c := h.curator
 	allow := h.budget().Allowance()
 	c.mu.Lock()
-	memo, curated := c.flush, c.health.Cursor
+	memo, curated, off := c.flush[cv.id], c.health.Cursor, c.flushOff[cv.id]
 	c.mu.Unlock()
+	if off {
+		return nil
+	}
 	h.mu.Lock()
-	recent := slices.Clone(h.conv.recent)
+	recent := slices.Clone(cv.recent)
 	h.mu.Unlock()
 	// It looks ahead from the turns curated, not from a turn that may be
 	// arriving: what is flushed, and when, does not depend on the race.
@@ -183,36 +280,42 @@ func (h *Hearth) flushPending(ctx context.Context) error {
 	// nothing is due.
 	lo, hi := firstUnflushed(recent, memo.Cursor), len(recent)-len(ahead)
 	var rng []journal.Record
-	for _, r := range recent[min(lo, hi):hi] {
-		if r.IsTurn() {
-			rng = append(rng, r)
+	if lo < hi {
+		// Due: flush down to the low-water mark (hysteresis), so that the
+		// next flush is several turns away.
+		low := contextWindow(recent, max(1, h.cfg.ContextTurns*c.cfg.FlushLowWater/100), share*c.cfg.FlushLowWater/100)
+		for _, r := range recent[lo:max(hi, len(recent)-len(low))] {
+			if r.IsTurn() {
+				rng = append(rng, r)
+			}
 		}
 	}
 	c.mu.Lock()
-	c.health.Unflushed = len(rng)
+	c.unflushed[cv.id] = len(rng)
+	c.health.Unflushed = sumUnflushed(c.unflushed)
 	c.mu.Unlock()
 	if len(rng) == 0 {
 		return nil
 	}
 	start := time.Now()
-	resp, usage, err := h.curatorAsk(ctx, h.flushPrompt(), curator.FlushMessage(h.conv.id, memo.Summary, rng),
+	resp, usage, err := h.curatorAsk(ctx, h.flushPrompt(), curator.FlushMessage(cv.id, memo.Summary, rng),
 		&llm.OutputSchema{Name: curator.FlushSchemaName, Schema: curator.FlushSchema, Strict: true})
 	if err == nil {
 		var res curator.Result
 		var summary string
-		res, summary, err = curator.DecodeFlush([]byte(resp.Text), curator.Input{Thread: h.conv.id, Records: rng, Read: h.cfg.Vault.Read})
+		res, summary, err = curator.DecodeFlush([]byte(resp.Text), curator.Input{Thread: cv.id, Records: rng, Read: h.cfg.Vault.Read})
 		if err == nil {
-			return h.keepFlush(ctx, memo, rng, res, summary, start, usage)
+			return h.keepFlush(ctx, cv.id, memo, rng, res, summary, start, usage)
 		}
 	}
 	c.mu.Lock()
 	c.health.LastError = "flush: " + err.Error()
 	c.mu.Unlock()
-	return fmt.Errorf("flush: %w", err)
+	return fmt.Errorf("flush %s: %w", cv.id, err)
 }
 
 // keepFlush carries out a flush reply and moves the flush cursor.
-func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Record, res curator.Result, summary string, start time.Time, usage llm.Usage) error {
+func (h *Hearth) keepFlush(ctx context.Context, conv string, memo flushMemo, rng []journal.Record, res curator.Result, summary string, start time.Time, usage llm.Usage) error {
 	c := h.curator
 	done := Flushed{Summary: summary, Rejected: res.Rejected, InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}
 	for _, r := range rng {
@@ -221,12 +324,12 @@ func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Re
 	var applied, queued, rejected int
 	done.Outcomes, done.Questions, applied, queued, rejected = h.carryOut(ctx, "flush", res)
 	first, last := rng[0].ID, rng[len(rng)-1].ID
-	done.Path = vault.SummariesDir + "/threads/" + h.conv.id + "-" + first + ".md"
+	done.Path = vault.SummariesDir + "/threads/" + conv + "-" + first + ".md"
 	from := memo.From
 	if from == "" {
 		from = first
 	}
-	out, err := h.writeSummary(ctx, done.Path, from, first, last, summary)
+	out, err := h.writeSummary(ctx, conv, done.Path, from, first, last, summary)
 	if err != nil {
 		return err
 	}
@@ -235,10 +338,10 @@ func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Re
 		memo.From = first
 	}
 	memo.Cursor, memo.Path, memo.Summary = last, done.Path, summary
-	if err := h.saveFlush(memo); err != nil {
+	if err := h.saveFlush(conv, memo); err != nil {
 		return err
 	}
-	h.log.Info("flushed", "from", first, "to", last, "records", len(rng), "summary", done.Path, "summary_decision", out.Decision,
+	h.log.Info("flushed", "conversation", conv, "from", first, "to", last, "records", len(rng), "summary", done.Path, "summary_decision", out.Decision,
 		"applied", applied, "queued", queued, "rejected", rejected, "questions", len(done.Questions))
 	c.mu.Lock()
 	c.health.Applied += applied
@@ -259,7 +362,7 @@ func (h *Hearth) keepFlush(ctx context.Context, memo flushMemo, rng []journal.Re
 // It cites the first record the summary covers (from: summaries are
 // cumulative), the first of this flush and the last: a forget of any
 // record between them reaches it (forget_derived.go).
-func (h *Hearth) writeSummary(ctx context.Context, path, from, first, last, summary string) (ProposalOutcome, error) {
+func (h *Hearth) writeSummary(ctx context.Context, conv, path, from, first, last, summary string) (ProposalOutcome, error) {
 	current, err := h.cfg.Vault.Read(path)
 	if err != nil {
 		return ProposalOutcome{}, fmt.Errorf("flush summary: %w", err)
@@ -267,10 +370,10 @@ func (h *Hearth) writeSummary(ctx context.Context, path, from, first, last, summ
 	var src []vault.Source
 	for _, id := range []string{from, first, last} {
 		if !slices.ContainsFunc(src, func(s vault.Source) bool { return s.Turn == id }) {
-			src = append(src, vault.Source{Thread: h.conv.id, Turn: id})
+			src = append(src, vault.Source{Thread: conv, Turn: id})
 		}
 	}
-	n := &vault.Note{ID: vault.NewNoteID(), Title: "Conversation " + h.conv.id + " so far", Type: "summary", Confidence: 1, Sources: src, Body: []byte(summary + "\n")}
+	n := &vault.Note{ID: vault.NewNoteID(), Title: "Conversation " + conv + " so far", Type: "summary", Confidence: 1, Sources: src, Body: []byte(summary + "\n")}
 	p := vault.Proposal{Op: vault.OpCreate, Path: path, Author: vault.AuthorCurator, Sources: src,
 		Reason: "the conversation's records up to " + last + " leave the context window; the summary takes their place"}
 	if current != nil {

@@ -44,10 +44,16 @@ func (m *standInCurator) Stream(ctx context.Context, req llm.Request, onText fun
 // path), and per flush its model calls, tokens and wall time. Each turn
 // waits until the one before is curated, so the worker is never behind.
 func BenchmarkFlush(b *testing.B) {
+	// A 900-token share holds about eight turns: there the low-water mark
+	// (half the share) lets one flush cover three or four of them; under
+	// the 300-token share the band between it and FlushAt is less than a
+	// turn, so a flush still comes nearly every turn.
+	wide := hearth.ContextBudget{Tokens: 3000, Shares: hearth.ContextShares{Recent: 30}}
 	for _, tc := range []struct {
 		name    string
 		flushAt int
-	}{{"off", -1}, {"on", 0}} {
+		budget  hearth.ContextBudget
+	}{{"off", -1, flushBudget}, {"on", 0, flushBudget}, {"off-900", -1, wide}, {"on-900", 0, wide}} {
 		b.Run(tc.name, func(b *testing.B) {
 			v, j, _ := openVaultRootB(b)
 			srv := llmtest.NewOpenAI(b, "sk-curator")
@@ -55,7 +61,7 @@ func BenchmarkFlush(b *testing.B) {
 			curated := make(chan hearth.Curated, 4)
 			var flushes []hearth.Flushed
 			var fmu sync.Mutex
-			h, err := hearth.New(hearth.Config{Journal: j, Vault: v, Models: fixed{&recModel{}}, ShutdownGrace: 5 * time.Second, Budget: flushBudget,
+			h, err := hearth.New(hearth.Config{Journal: j, Vault: v, Models: fixed{&recModel{}}, ShutdownGrace: 5 * time.Second, Budget: tc.budget,
 				Curator: &hearth.CuratorConfig{StateDir: b.TempDir(), Model: model, FlushAt: tc.flushAt,
 					Observe: func(c hearth.Curated) { curated <- c },
 					OnFlush: func(f hearth.Flushed) { fmu.Lock(); flushes = append(flushes, f); fmu.Unlock() }}})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -373,38 +374,44 @@ func (h *Hearth) forgetEntityNotes(gone map[string]bool, reason string) ([]*vaul
 	return out, nil
 }
 
-// forgetFlushLocked resets the flush cursor when its summary covers a
-// forgotten record: the summary no longer stands in the window, the
-// window keeps the live records (as before any flush), and the next flush
-// pass summarises them again. commitMu is held.
+// forgetFlushLocked resets each conversation's flush cursor whose
+// summary covers a forgotten record: the summary no longer stands in its
+// window, the window keeps the live records (as before any flush), and
+// the next flush pass summarises them again. Other conversations keep
+// theirs. commitMu is held.
 func (h *Hearth) forgetFlushLocked(gone map[string]bool) {
 	c := h.curator
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	memo := c.flush
+	memos := maps.Clone(c.flush)
 	c.mu.Unlock()
-	if memo.Summary == "" || memo.From == "" {
-		return
-	}
-	hit := false
-	for id := range gone {
-		if id >= memo.From && id <= memo.Cursor {
-			hit = true
+	for conv, memo := range memos {
+		if memo.Summary == "" || memo.From == "" {
+			continue
 		}
+		hit := false
+		for id := range gone {
+			if id >= memo.From && id <= memo.Cursor {
+				hit = true
+			}
+		}
+		if !hit {
+			continue
+		}
+		if err := writeFileDurable(c.cfg.StateDir, FlushCursorFileOf(conv), []byte("{}\n")); err != nil {
+			h.log.Warn("forget: the flush cursor could not be reset; its summary still stands in the window", "conversation", conv, "err", err)
+			continue
+		}
+		c.mu.Lock()
+		c.flush[conv] = flushMemo{}
+		if conv == MainConversation {
+			c.health.FlushCursor = ""
+		}
+		c.mu.Unlock()
+		h.log.Info("forget: the conversation's summary covered a forgotten turn; the window falls back to the live records", "conversation", conv)
 	}
-	if !hit {
-		return
-	}
-	if err := writeFileDurable(c.cfg.StateDir, FlushCursorFile, []byte("{}\n")); err != nil {
-		h.log.Warn("forget: the flush cursor could not be reset; its summary still stands in the window", "err", err)
-		return
-	}
-	c.mu.Lock()
-	c.flush, c.health.FlushCursor = flushMemo{}, ""
-	c.mu.Unlock()
-	h.log.Info("forget: the conversation's summary covered a forgotten turn; the window falls back to the live records")
 }
 
 // forgetJobs lets the periods of the daily and weekly summaries removed
