@@ -196,7 +196,7 @@ func parseSearchArgs(args json.RawMessage) (memory.SearchRequest, error) {
 	if req.Kinds, err = stringList("kind", in.Kind, memory.Kinds()); err != nil {
 		return req, err
 	}
-	if req.Statuses, err = stringList("status", in.Status, memory.Statuses()); err != nil {
+	if req.Statuses, err = stringList("status", in.Status, searchStatuses()); err != nil {
 		return req, err
 	}
 	req.MinConfidence = in.MinConfidence
@@ -387,4 +387,11 @@ func Forget(forget func(ctx context.Context, ids []string, purge bool) (forgotte
 		}
 		return Result{Text: b.String()}, nil
 	}}
+}
+
+// searchStatuses are the note statuses the agent's search may ask for:
+// all but needs_rewrite, whose notes still hold what the owner forgot
+// until the curator rewrites them.
+func searchStatuses() []string {
+	return slices.DeleteFunc(memory.Statuses(), func(s string) bool { return s == memory.StatusNeedsRewrite })
 }

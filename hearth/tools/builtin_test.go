@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -243,7 +244,9 @@ func TestMemorySearchSchemaVocabulary(t *testing.T) {
 		case "kind":
 			want = memory.Kinds()
 		case "status":
-			want = memory.Statuses()
+			// needs_rewrite notes still hold what was forgotten: not
+			// the agent's to ask for.
+			want = slices.DeleteFunc(memory.Statuses(), func(s string) bool { return s == memory.StatusNeedsRewrite })
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s enum (-memory +schema):\n%s", name, diff)
