@@ -93,6 +93,9 @@ type Relation struct {
 	// Evidence is the ids of the newest events that support it, oldest
 	// first, at most MaxEvidence.
 	Evidence []string `json:"evidence"`
+	// Curated says the curator stated it (AddRelation): the journal does
+	// not derive it, so its entity notes carry it across a rebuild.
+	Curated bool `json:"curated,omitempty"`
 }
 
 // MaxEvidence bounds the event ids a relation keeps.
@@ -296,7 +299,7 @@ func relKey(from, typ, to string) string { return from + "\x00" + typ + "\x00" +
 
 // relate records one piece of evidence for a relation; a symmetric one is
 // kept from the smaller id to the larger.
-func (g *Graph) relate(from, to, typ, evidence string, symmetric bool) {
+func (g *Graph) relate(from, to, typ, evidence string, symmetric bool) *Relation {
 	if symmetric && to < from {
 		from, to = to, from
 	}
@@ -311,6 +314,7 @@ func (g *Graph) relate(from, to, typ, evidence string, symmetric bool) {
 	r.Count++
 	r.Weight = 1 - math.Exp(-float64(r.Count)/3)
 	r.Evidence = addEvidence(r.Evidence, evidence)
+	return r
 }
 
 // addEvidence appends event to ids unless it is the last, keeping the
