@@ -48,12 +48,8 @@ func (h *Hearth) WriteEntityNotes(ctx context.Context) (EntityNotes, error) {
 	if g == nil || v == nil {
 		return out, nil
 	}
-	pol, err := v.Policy()
-	if err != nil {
-		return out, fmt.Errorf("entity notes: %w", err)
-	}
-	if !slices.ContainsFunc(pol.AutoApply.Paths, func(p string) bool { return p == graph.EntityDir+"/" || p == graph.EntityDir }) {
-		return out, nil
+	if ok, err := h.entityNotesApplied(); err != nil || !ok {
+		return out, err
 	}
 	notes := g.Notes()
 	notes = slices.DeleteFunc(notes, func(n graph.Note) bool {
@@ -100,6 +96,17 @@ func (h *Hearth) WriteEntityNotes(ctx context.Context) (EntityNotes, error) {
 	return out, nil
 }
 
+// entityNotesApplied reports whether the vault's policy applies
+// entities/ on its own: only then are entity notes proposed, as derived
+// notes must not fill the owner's inbox.
+func (h *Hearth) entityNotesApplied() (bool, error) {
+	pol, err := h.cfg.Vault.Policy()
+	if err != nil {
+		return false, fmt.Errorf("entity notes: %w", err)
+	}
+	return slices.ContainsFunc(pol.AutoApply.Paths, func(p string) bool { return p == graph.EntityDir+"/" || p == graph.EntityDir }), nil
+}
+
 // sameNote reports whether a note already says what n says, counters
 // aside: type (and whether it is fixed), name, aliases, relations (type
 // and other end; for the curator's, direction and evidence too) and the
@@ -135,10 +142,18 @@ func sameNote(old, n graph.Note) bool {
 // rebuild would drop the curator's types and relations. The note of each
 // entity it named, and of each end of a relation it stated, is proposed
 // as the curator under the vault's policy, citing the records the
-// curator cited, when it is missing or says something new.
+// curator cited, when it is missing or says something new; as with
+// WriteEntityNotes, only when the policy applies entities/ on its own
+// (a vault whose policy predates them keeps them in the index only).
 func (h *Hearth) writeCuratedNotes(ctx context.Context, thread string, res curator.Result) (outs []ProposalOutcome) {
 	g := h.entityGraph()
 	if g == nil || h.cfg.Vault == nil || len(res.Entities)+len(res.Relations) == 0 {
+		return nil
+	}
+	if ok, err := h.entityNotesApplied(); !ok {
+		if err != nil {
+			h.log.Warn("curator: entity notes not written", "err", err)
+		}
 		return nil
 	}
 	var ids []string
