@@ -410,7 +410,7 @@ func (h *Hearth) curatedEntities(res curator.Result) {
 		return
 	}
 	for _, e := range res.Entities {
-		g.AddEntity(graph.Entity{Name: e.Name, Type: e.Type, Aliases: e.Aliases})
+		g.AddEntity(graph.Entity{Name: e.Name, Type: e.Type, Aliases: e.Aliases, Evidence: e.Sources})
 	}
 	for _, r := range res.Relations {
 		g.AddRelation(r.From, r.To, r.Type, r.Sources)

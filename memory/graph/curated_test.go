@@ -14,6 +14,9 @@ func curatedGraph(t *testing.T, a Archetype) *Graph {
 	g.Add(Event{ID: "e1", TS: time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC), Type: EventUser, Text: "I had lunch with Ana Lima in Lisbon."})
 	g.AddEntity(Entity{Name: "Ana Lima", Type: "person", Aliases: []string{"Ana"}})
 	g.AddEntity(Entity{Name: "Lisbon", Type: "place"})
+	// The turn never names it; the curator cites it (its evidence, which
+	// a forget of e1 finds in its note).
+	g.AddEntity(Entity{Name: "Manteigaria", Type: "place", Evidence: []string{"e1"}})
 	if !g.AddRelation("Ana", "Lisbon", "lives_in", []string{"e1"}) {
 		t.Fatal("AddRelation refused")
 	}
@@ -46,8 +49,8 @@ func notesOf(t *testing.T, g *Graph, ids ...string) []Note {
 // passed over.
 func TestAddNotes(t *testing.T) {
 	a := companion(t)
-	notes := notesOf(t, curatedGraph(t, a), "ana-lima", "lisbon")
-	for _, n := range notes {
+	notes := notesOf(t, curatedGraph(t, a), "ana-lima", "lisbon", "manteigaria")
+	for _, n := range notes[:2] {
 		if !n.Entity.Fixed || len(n.Relations) == 0 {
 			t.Fatalf("note %+v lost what the curator said", n)
 		}
@@ -65,7 +68,7 @@ func TestAddNotes(t *testing.T) {
 	}{
 		{"once", [][]Note{notes}},
 		{"twice", [][]Note{notes, notes}},
-		{"each end alone", [][]Note{notes[:1], notes[1:]}},
+		{"each end alone", [][]Note{notes[:1], notes[1:2], notes[2:]}},
 		{"with a foreign archetype's note", [][]Note{append(slices.Clone(notes), foreign)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,6 +90,9 @@ func TestAddNotes(t *testing.T) {
 			if len(lives) != 1 || lives[0].From != "ana-lima" || lives[0].To != "lisbon" || lives[0].Count != 1 ||
 				!slices.Equal(lives[0].Evidence, []string{"e1"}) || !lives[0].Curated {
 				t.Errorf("lives_in: %+v", lives)
+			}
+			if m, ok := g.Entity("manteigaria"); !ok || m.Type != "place" || !m.Fixed || !slices.Equal(m.Evidence, []string{"e1"}) {
+				t.Errorf("Manteigaria: %+v", m)
 			}
 			if _, ok := g.Entity("maharana"); ok || len(g.Find(Query{Type: "author"})) != 0 {
 				t.Error("a type the archetype does not have joined the graph")

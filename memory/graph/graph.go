@@ -334,7 +334,8 @@ func addEvidence(ids []string, event string) []string {
 }
 
 // AddEntity merges a typed entity from the curator: its type is fixed,
-// its aliases name it.
+// its aliases name it, its evidence (the records the curator cited)
+// joins the entity's, so that a forget of them reaches its note.
 func (g *Graph) AddEntity(e Entity) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -361,6 +362,11 @@ func (g *Graph) AddEntity(e Entity) {
 				g.alias[k] = id
 				cur.Aliases = append(cur.Aliases, a)
 			}
+		}
+	}
+	for _, ev := range e.Evidence {
+		if ev != "" && !slices.Contains(cur.Evidence, ev) {
+			cur.Evidence = addEvidence(cur.Evidence, ev)
 		}
 	}
 	cur.Mentions += e.Mentions

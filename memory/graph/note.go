@@ -191,7 +191,7 @@ func (g *Graph) Note(id string) (Note, bool) {
 func (g *Graph) AddNotes(ns []Note) {
 	for _, n := range ns {
 		if e := n.Entity; e.Fixed && g.arch.hasEntityType(e.Type) {
-			g.AddEntity(Entity{Name: e.Name, Type: e.Type, Aliases: e.Aliases, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen})
+			g.AddEntity(Entity{Name: e.Name, Type: e.Type, Aliases: e.Aliases, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, Evidence: e.Evidence})
 		}
 	}
 	byID := make(map[string]string, len(ns)) // a note's slug → its entity's name
