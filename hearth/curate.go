@@ -62,9 +62,11 @@ type Curated struct {
 	Questions []string // the files of the questions asked
 	None      bool     // the curator said nothing is to be kept
 	// Entities and Relations are what it extracted, typed by the
-	// archetype (they join the entity graph).
-	Entities  []curator.Entity
-	Relations []curator.Relation
+	// archetype (they join the entity graph); EntityNotes is what policy
+	// did with the notes that keep them (entities/<type>/<slug>.md).
+	Entities    []curator.Entity
+	Relations   []curator.Relation
+	EntityNotes []ProposalOutcome
 	// Invalid is why the reply as a whole was refused; "" when it was used.
 	Invalid                   string
 	InputTokens, OutputTokens int64
@@ -416,14 +418,15 @@ func (h *Hearth) curatorArchetype() (graph.Archetype, bool) {
 
 // curatedEntities adds what the curator extracted to the entity graph:
 // each entity with its type fixed and its aliases, each relation between
-// two of them with the records that state it.
+// two of them with the records that state it. writeCuratedNotes keeps
+// them in the vault, where a rebuilt graph finds them again.
 func (h *Hearth) curatedEntities(res curator.Result) {
 	g := h.entityGraph()
 	if g == nil {
 		return
 	}
 	for _, e := range res.Entities {
-		g.AddEntity(graph.Entity{Name: e.Name, Type: e.Type, Aliases: e.Aliases})
+		g.AddEntity(graph.Entity{Name: e.Name, Type: e.Type, Aliases: e.Aliases, Evidence: e.Sources})
 	}
 	for _, r := range res.Relations {
 		g.AddRelation(r.From, r.To, r.Type, r.Sources)
@@ -464,6 +467,7 @@ func (h *Hearth) curateTurn(ctx context.Context, turn []journal.Record) error {
 	done.Rejected, done.None = res.Rejected, res.None
 	done.Entities, done.Relations = res.Entities, res.Relations
 	h.curatedEntities(res)
+	done.EntityNotes = h.writeCuratedNotes(ctx, convOf(turn[0]), res)
 	for _, r := range res.Rejected {
 		h.log.Warn("curator: op rejected", "turn", turn[0].ID, "index", r.Index, "op", r.Op, "path", r.Path, "why", r.Why)
 	}

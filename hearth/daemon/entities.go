@@ -69,7 +69,9 @@ func archetype(rootDir string, log *slog.Logger) graph.Archetype {
 //
 // The knowledge notes (the curator's and the owner's) whose type is an
 // entity type of the archetype join the graph as typed entities: a
-// person note titled "Ana Lima" makes Ana Lima a person.
+// person note titled "Ana Lima" makes Ana Lima a person. The entity
+// notes' curated entities and relations (what the curator extracted,
+// which the journal does not derive) join them at each load.
 func startEntities(ctx context.Context, root *memory.Root, j *journal.Journal, vlt *vault.Vault, core *atomic.Pointer[hearth.Hearth], log *slog.Logger) (live *graph.Live, stop func()) {
 	arch := archetype(root.Dir(), log)
 	live = graph.NewLive(graph.LiveOptions{
@@ -84,6 +86,12 @@ func startEntities(ctx context.Context, root *memory.Root, j *journal.Journal, v
 				return nil, err
 			}
 			return typedEntities(arch, notes), nil
+		},
+		Notes: func(ctx context.Context) ([]graph.Note, error) {
+			if vlt == nil {
+				return nil, nil
+			}
+			return hearth.ReadEntityNotes(ctx, vlt)
 		},
 		Journal: j,
 		Session: hearth.MainConversation,

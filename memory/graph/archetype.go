@@ -229,3 +229,11 @@ func (a Archetype) typeOf(before string) string {
 	}
 	return ""
 }
+
+func (a Archetype) hasEntityType(name string) bool {
+	return slices.ContainsFunc(a.EntityTypes, func(t EntityType) bool { return t.Name == name })
+}
+
+func (a Archetype) hasRelationType(name string) bool {
+	return slices.ContainsFunc(a.RelationTypes, func(t RelationType) bool { return t.Name == name })
+}

@@ -99,7 +99,7 @@ func (g *Graph) AddRelation(from, to, typ string, evidence []string) bool {
 		evidence = []string{""}
 	}
 	for _, ev := range evidence {
-		g.relate(a, b, typ, ev, false)
+		g.relate(a, b, typ, ev, false).Curated = true
 	}
 	return true
 }

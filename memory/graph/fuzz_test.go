@@ -26,6 +26,7 @@ func FuzzParseArchetype(f *testing.F) {
 
 func FuzzParseNote(f *testing.F) {
 	f.Add([]byte("---\ntype: person\nname: Ana\nmentions: 2\nsalience: 0.5\nrelations:\n  - {type: knows, to: rui, weight: 0.5, evidence: [e1]}\n---\n# Ana\n"))
+	f.Add([]byte("---\ntype: place\nname: Lisbon\nmentions: 1\nsalience: 0.5\nfixed: true\nrelations:\n  - {type: lives_in, from: ana-lima, weight: 0.3, evidence: [e1], curated: true}\n---\n"))
 	f.Add([]byte("---\n---\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		n, err := ParseNote("x", b)
@@ -36,8 +37,13 @@ func FuzzParseNote(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a parsed note does not parse once rendered: %v", err)
 		}
-		if back.Entity.Type != n.Entity.Type || len(back.Relations) != len(n.Relations) {
+		if back.Entity.Type != n.Entity.Type || back.Entity.Fixed != n.Entity.Fixed || len(back.Relations) != len(n.Relations) {
 			t.Fatalf("round trip changed the note: %+v → %+v", n, back)
+		}
+		for i, r := range n.Relations {
+			if b := back.Relations[i]; b.From != r.From || b.To != r.To || b.Type != r.Type || b.Curated != r.Curated {
+				t.Fatalf("round trip changed relation %d: %+v → %+v", i, r, b)
+			}
 		}
 	})
 }

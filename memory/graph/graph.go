@@ -93,6 +93,9 @@ type Relation struct {
 	// Evidence is the ids of the newest events that support it, oldest
 	// first, at most MaxEvidence.
 	Evidence []string `json:"evidence"`
+	// Curated says the curator stated it (AddRelation): the journal does
+	// not derive it, so its entity notes carry it across a rebuild.
+	Curated bool `json:"curated,omitempty"`
 }
 
 // MaxEvidence bounds the event ids a relation keeps.
@@ -296,7 +299,7 @@ func relKey(from, typ, to string) string { return from + "\x00" + typ + "\x00" +
 
 // relate records one piece of evidence for a relation; a symmetric one is
 // kept from the smaller id to the larger.
-func (g *Graph) relate(from, to, typ, evidence string, symmetric bool) {
+func (g *Graph) relate(from, to, typ, evidence string, symmetric bool) *Relation {
 	if symmetric && to < from {
 		from, to = to, from
 	}
@@ -311,6 +314,7 @@ func (g *Graph) relate(from, to, typ, evidence string, symmetric bool) {
 	r.Count++
 	r.Weight = 1 - math.Exp(-float64(r.Count)/3)
 	r.Evidence = addEvidence(r.Evidence, evidence)
+	return r
 }
 
 // addEvidence appends event to ids unless it is the last, keeping the
@@ -330,7 +334,8 @@ func addEvidence(ids []string, event string) []string {
 }
 
 // AddEntity merges a typed entity from the curator: its type is fixed,
-// its aliases name it.
+// its aliases name it, its evidence (the records the curator cited)
+// joins the entity's, so that a forget of them reaches its note.
 func (g *Graph) AddEntity(e Entity) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -357,6 +362,11 @@ func (g *Graph) AddEntity(e Entity) {
 				g.alias[k] = id
 				cur.Aliases = append(cur.Aliases, a)
 			}
+		}
+	}
+	for _, ev := range e.Evidence {
+		if ev != "" && !slices.Contains(cur.Evidence, ev) {
+			cur.Evidence = addEvidence(cur.Evidence, ev)
 		}
 	}
 	cur.Mentions += e.Mentions

@@ -38,6 +38,10 @@ type LiveOptions struct {
 	// curator's notes about people, places and projects in the vault):
 	// merged with their type fixed at each load and after each save.
 	Typed func(ctx context.Context) ([]Entity, error)
+	// Notes, when set, gives the vault's entity notes: what the curator
+	// stated there (typed entities, relations) is merged (AddNotes) at
+	// each load and after each save, so a rebuild keeps it.
+	Notes func(ctx context.Context) ([]Note, error)
 	Log   *slog.Logger
 }
 
@@ -163,18 +167,24 @@ func (l *Live) load(ctx context.Context, fresh bool) error {
 	return nil
 }
 
-// addTyped merges the typed entities into g; AddEntity is idempotent.
+// addTyped merges the typed entities and the entity notes' curated
+// entities and relations into g; AddEntity and AddNotes are idempotent.
 func (l *Live) addTyped(ctx context.Context, g *Graph) {
-	if l.o.Typed == nil {
-		return
+	if l.o.Typed != nil {
+		ents, err := l.o.Typed(ctx)
+		if err != nil {
+			l.log.Warn("entity graph: typed entities unavailable", "err", err)
+		}
+		for _, e := range ents {
+			g.AddEntity(e)
+		}
 	}
-	ents, err := l.o.Typed(ctx)
-	if err != nil {
-		l.log.Warn("entity graph: typed entities unavailable", "err", err)
-		return
-	}
-	for _, e := range ents {
-		g.AddEntity(e)
+	if l.o.Notes != nil {
+		notes, err := l.o.Notes(ctx)
+		if err != nil {
+			l.log.Warn("entity graph: entity notes unavailable", "err", err)
+		}
+		g.AddNotes(notes)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,22 +20,30 @@ func NotePath(e Entity) string { return EntityDir + "/" + e.Type + "/" + e.ID + 
 
 // noteFront is an entity note's front matter.
 type noteFront struct {
-	Type      string     `yaml:"type"`
-	Name      string     `yaml:"name"`
-	Aliases   []string   `yaml:"aliases,omitempty"`
-	FirstSeen time.Time  `yaml:"first_seen"`
-	LastSeen  time.Time  `yaml:"last_seen"`
-	Mentions  int        `yaml:"mentions"`
-	Salience  float64    `yaml:"salience"`
-	Evidence  []string   `yaml:"evidence,flow,omitempty"`
+	Type      string    `yaml:"type"`
+	Name      string    `yaml:"name"`
+	Aliases   []string  `yaml:"aliases,omitempty"`
+	FirstSeen time.Time `yaml:"first_seen"`
+	LastSeen  time.Time `yaml:"last_seen"`
+	Mentions  int       `yaml:"mentions"`
+	Salience  float64   `yaml:"salience"`
+	Evidence  []string  `yaml:"evidence,flow,omitempty"`
+	// Fixed: the type was given (the curator's, a typed note's), not
+	// voted by the extractor.
+	Fixed     bool       `yaml:"fixed,omitempty"`
 	Relations []noteEdge `yaml:"relations,omitempty"`
 }
 
+// noteEdge is a relation as its ends' notes list it: the other end in To
+// when the note's entity is its From, in From when it is its To.
 type noteEdge struct {
 	Type     string   `yaml:"type"`
-	To       string   `yaml:"to"` // the other entity's id
+	To       string   `yaml:"to,omitempty"`   // the other entity's id
+	From     string   `yaml:"from,omitempty"` // the other entity's id
 	Weight   float64  `yaml:"weight"`
 	Evidence []string `yaml:"evidence,flow"`
+	// Curated: the curator stated it; loaded back at start (AddNotes).
+	Curated bool `yaml:"curated,omitempty"`
 }
 
 // Note is an entity with the relations its note lists (those it is an
@@ -47,13 +57,13 @@ type Note struct {
 // and a body the owner reads.
 func RenderNote(n Note) []byte {
 	e := n.Entity
-	f := noteFront{Type: e.Type, Name: e.Name, Aliases: e.Aliases, FirstSeen: e.FirstSeen.UTC(), LastSeen: e.LastSeen.UTC(), Mentions: e.Mentions, Salience: e.Salience, Evidence: e.Evidence}
+	f := noteFront{Type: e.Type, Name: e.Name, Aliases: e.Aliases, FirstSeen: e.FirstSeen.UTC(), LastSeen: e.LastSeen.UTC(), Mentions: e.Mentions, Salience: e.Salience, Evidence: e.Evidence, Fixed: e.Fixed}
 	for _, r := range n.Relations {
-		other := r.To
-		if other == e.ID {
-			other = r.From
+		edge := noteEdge{Type: r.Type, To: r.To, Weight: roundTo(r.Weight, 3), Evidence: r.Evidence, Curated: r.Curated}
+		if r.To == e.ID {
+			edge.To, edge.From = "", r.From
 		}
-		f.Relations = append(f.Relations, noteEdge{Type: r.Type, To: other, Weight: roundTo(r.Weight, 3), Evidence: r.Evidence})
+		f.Relations = append(f.Relations, edge)
 	}
 	var b bytes.Buffer
 	b.WriteString("---\n")
@@ -70,7 +80,14 @@ func RenderNote(n Note) []byte {
 	if len(f.Relations) > 0 {
 		b.WriteString("\n## Related\n\n")
 		for _, r := range f.Relations {
-			fmt.Fprintf(&b, "- %s %s (weight %.2f; evidence %s)\n", r.Type, r.To, r.Weight, strings.Join(r.Evidence, ", "))
+			other, by := r.To, ""
+			if other == "" {
+				other = r.From + " (from)"
+			}
+			if r.Curated {
+				by = "; stated by the curator"
+			}
+			fmt.Fprintf(&b, "- %s %s (weight %.2f; evidence %s%s)\n", r.Type, other, r.Weight, strings.Join(r.Evidence, ", "), by)
 		}
 	}
 	return b.Bytes()
@@ -113,12 +130,16 @@ func ParseNote(id string, b []byte) (Note, error) {
 	if f.Mentions < 0 || !(f.Salience >= 0 && f.Salience <= 1) {
 		return Note{}, errors.New("entity note: mentions and salience out of range")
 	}
-	n := Note{Entity: Entity{ID: id, Type: f.Type, Name: f.Name, Aliases: f.Aliases, FirstSeen: f.FirstSeen, LastSeen: f.LastSeen, Mentions: f.Mentions, Salience: f.Salience, Evidence: f.Evidence}}
+	n := Note{Entity: Entity{ID: id, Type: f.Type, Name: f.Name, Aliases: f.Aliases, FirstSeen: f.FirstSeen, LastSeen: f.LastSeen, Mentions: f.Mentions, Salience: f.Salience, Evidence: f.Evidence, Fixed: f.Fixed}}
 	for _, r := range f.Relations {
-		if !validType(r.Type) || r.To == "" || !(r.Weight >= 0 && r.Weight <= 1) {
-			return Note{}, fmt.Errorf("entity note: relation %q to %q is not valid", r.Type, r.To)
+		if !validType(r.Type) || (r.To == "") == (r.From == "") || !(r.Weight >= 0 && r.Weight <= 1) {
+			return Note{}, fmt.Errorf("entity note: relation %q to %q is not valid", r.Type, r.To+r.From)
 		}
-		n.Relations = append(n.Relations, Relation{From: id, To: r.To, Type: r.Type, Weight: r.Weight, Evidence: r.Evidence})
+		rel := Relation{From: id, To: r.To, Type: r.Type, Weight: r.Weight, Evidence: r.Evidence, Curated: r.Curated}
+		if r.To == "" {
+			rel.From, rel.To = r.From, id
+		}
+		n.Relations = append(n.Relations, rel)
 	}
 	return n, nil
 }
@@ -140,4 +161,82 @@ func (g *Graph) Notes() []Note {
 		out = append(out, n)
 	}
 	return out
+}
+
+// Note is the note of entity id, with its relations.
+func (g *Graph) Note(id string) (Note, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	e := g.entities[id]
+	if e == nil {
+		return Note{}, false
+	}
+	n := Note{Entity: g.copyEntity(e)}
+	for _, rel := range g.adj[id] {
+		r := *rel
+		r.Evidence = slices.Clone(r.Evidence)
+		n.Relations = append(n.Relations, r)
+	}
+	sortRelations(n.Relations)
+	return n, true
+}
+
+// AddNotes merges what entity notes hold that the journal does not
+// derive: the entities whose type is fixed (the curator's), with their
+// type and aliases but no mentions (the journal counts those), and the
+// relations the curator stated, with their evidence; types the archetype
+// does not have are passed over. It is idempotent (a
+// relation listed by both its ends' notes, or merged again, is merged
+// once): a graph rebuilt from the journal gets the curator's work back.
+func (g *Graph) AddNotes(ns []Note) {
+	for _, n := range ns {
+		if e := n.Entity; e.Fixed && g.arch.hasEntityType(e.Type) {
+			g.AddEntity(Entity{Name: e.Name, Type: e.Type, Aliases: e.Aliases, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen, Evidence: e.Evidence})
+		}
+	}
+	byID := make(map[string]string, len(ns)) // a note's slug → its entity's name
+	for _, n := range ns {
+		byID[n.Entity.ID] = n.Entity.Name
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	resolve := func(id string) string {
+		if g.entities[id] != nil {
+			return id
+		}
+		if name, ok := byID[id]; ok {
+			return g.alias[Normalize(name)]
+		}
+		return ""
+	}
+	for _, n := range ns {
+		for _, r := range n.Relations {
+			if !r.Curated || !g.arch.hasRelationType(r.Type) {
+				continue
+			}
+			from, to := resolve(r.From), resolve(r.To)
+			if from == "" || to == "" || from == to {
+				continue
+			}
+			k := relKey(from, r.Type, to)
+			cur := g.relations[k]
+			if cur == nil {
+				cur = &Relation{From: from, To: to, Type: r.Type}
+				g.relations[k] = cur
+				g.adj[from] = append(g.adj[from], cur)
+				g.adj[to] = append(g.adj[to], cur)
+			}
+			cur.Curated = true
+			for _, ev := range r.Evidence {
+				if ev != "" && !slices.Contains(cur.Evidence, ev) {
+					cur.Evidence = append(cur.Evidence, ev)
+				}
+			}
+			if len(cur.Evidence) > MaxEvidence {
+				cur.Evidence = slices.Delete(cur.Evidence, 0, len(cur.Evidence)-MaxEvidence)
+			}
+			cur.Count = max(cur.Count, len(cur.Evidence), 1)
+			cur.Weight = 1 - math.Exp(-float64(cur.Count)/3)
+		}
+	}
 }
