@@ -39,40 +39,24 @@ func conversationsCmd(ctx context.Context, addr string, opts ipc.DialOptions, ar
 		return errors.New("this hearth has one conversation only: upgrade it")
 	}
 	ref := newRef()
-	if err := conn.Send(&ipc.Conversations{Ref: ref}); err != nil {
-		return fmt.Errorf("send: %w", err)
-	}
-	for {
-		m, err := conn.Recv(ctx)
-		if err != nil {
-			return fmt.Errorf("hearth closed the connection: %w", err)
+	return request(ctx, conn, &ipc.Conversations{Ref: ref}, ref, "this hearth has one conversation only: upgrade it", func(m ipc.Msg) (bool, error) {
+		l, ok := m.(*ipc.ConversationList)
+		if !ok || l.Ref != ref {
+			return false, nil
 		}
-		switch m := m.(type) {
-		case *ipc.Error:
-			if m.Code == ipc.CodeUnknownType {
-				return errors.New("this hearth has one conversation only: upgrade it")
-			}
-			if m.Ref == ref {
-				return m
-			}
-		case *ipc.ConversationList:
-			if m.Ref != ref {
-				continue
-			}
-			if *asJSON {
-				for _, c := range m.Conversations {
-					b, err := json.Marshal(c)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintf(w, "%s\n", b)
-				}
-				return nil
-			}
-			printConversations(w, m.Conversations)
-			return nil
+		if !*asJSON {
+			printConversations(w, l.Conversations)
+			return true, nil
 		}
-	}
+		for _, c := range l.Conversations {
+			b, err := json.Marshal(c)
+			if err != nil {
+				return true, err
+			}
+			fmt.Fprintf(w, "%s\n", b)
+		}
+		return true, nil
+	})
 }
 
 func printConversations(w io.Writer, cs []ipc.ConversationInfo) {

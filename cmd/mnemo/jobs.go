@@ -41,38 +41,25 @@ func jobsCmd(ctx context.Context, addr string, opts ipc.DialOptions, args []stri
 		return err
 	}
 	defer conn.Close()
-	if err := conn.Send(msg); err != nil {
-		return fmt.Errorf("send: %w", err)
-	}
-	for {
-		m, err := conn.Recv(ctx)
-		if err != nil {
-			return fmt.Errorf("hearth closed the connection: %w", err)
-		}
+	return request(ctx, conn, msg, ref, "this hearth runs no jobs: upgrade it", func(m ipc.Msg) (bool, error) {
 		switch m := m.(type) {
-		case *ipc.Error:
-			if m.Code == ipc.CodeUnknownType {
-				return errors.New("this hearth runs no jobs: upgrade it")
-			}
-			if m.Ref == ref {
-				return m
-			}
 		case *ipc.JobList:
 			if m.Ref == ref {
 				printJobs(w, m.Jobs, time.Now())
-				return nil
+				return true, nil
 			}
 		case *ipc.JobResult:
 			if m.Ref == ref {
 				fmt.Fprintf(w, "%s ran %s: %d applied, %d queued for review, %d rejected, %d questions\n",
 					m.Name, m.Key, m.Applied, m.Queued, m.Rejected, m.Questions)
 				if m.Error != "" {
-					return fmt.Errorf("%s failed (it will be retried): %s", m.Name, m.Error)
+					return true, fmt.Errorf("%s failed (it will be retried): %s", m.Name, m.Error)
 				}
-				return nil
+				return true, nil
 			}
 		}
-	}
+		return false, nil
+	})
 }
 
 func printJobs(w io.Writer, jobs []ipc.JobInfo, now time.Time) {
