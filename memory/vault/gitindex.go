@@ -266,7 +266,7 @@ type syncer interface {
 type osSync struct{}
 
 func (osSync) file(f *os.File) error { return f.Sync() }
-func (osSync) dir(path string) error  { return syncDir(path) }
+func (osSync) dir(path string) error { return syncDir(path) }
 
 // looseWriter writes loose objects into the repository at gitDir,
 // reusing one compressor (each costs hundreds of kilobytes to make). An
