@@ -316,9 +316,18 @@ func ensureHistory(dir string, log *slog.Logger) error {
 	repo, err := openRepo(dir)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		// Also reported when .git is a regular file that is not a valid
-		// gitdir link, or a directory without a HEAD: never init over it.
-		if _, serr := os.Lstat(filepath.Join(dir, git.GitDirName)); !errors.Is(serr, fs.ErrNotExist) {
-			return fmt.Errorf("%s exists but is not a git repository: %w", git.GitDirName, err)
+		// gitdir link, or a directory without a HEAD: never init over
+		// one that holds anything, but a .git an init killed early left
+		// (no HEAD, no object, no ref) is made again.
+		dot := filepath.Join(dir, git.GitDirName)
+		if _, serr := os.Lstat(dot); !errors.Is(serr, fs.ErrNotExist) {
+			if !unfinishedInit(dot) {
+				return fmt.Errorf("%s exists but is not a git repository (it has no HEAD; it holds objects or refs, so it is left as it is): %w", git.GitDirName, err)
+			}
+			if err := os.RemoveAll(dot); err != nil {
+				return fmt.Errorf("remove the unfinished %s: %w", git.GitDirName, err)
+			}
+			log.Warn("memory root: removed a .git with no HEAD, object or ref (an init that did not finish)", "dir", dir)
 		}
 		repo, err = initRepo(dir)
 		if err != nil {
@@ -332,6 +341,9 @@ func ensureHistory(dir string, log *slog.Logger) error {
 	head, err := repo.Head()
 	switch {
 	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		if err := repairIndex(repo, dir, plumbing.ZeroHash, log); err != nil {
+			return err
+		}
 		return initialCommit(repo, log)
 	case err != nil:
 		return fmt.Errorf("read HEAD: %w", err)
@@ -339,6 +351,75 @@ func ensureHistory(dir string, log *slog.Logger) error {
 	if _, err := repo.CommitObject(head.Hash()); err != nil {
 		return fmt.Errorf("read HEAD commit %s: %w", head.Hash(), err)
 	}
+	return repairIndex(repo, dir, head.Hash(), log)
+}
+
+// unfinishedInit reports whether the repository folder dot holds nothing
+// a user could lose: no HEAD, no packed-refs, and no file under objects/
+// or refs/ (what go-git's Init creates before it writes HEAD).
+func unfinishedInit(dot string) bool {
+	st, err := os.Lstat(dot)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	for _, name := range []string{"HEAD", "packed-refs"} {
+		if _, err := os.Lstat(filepath.Join(dot, name)); !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		found := false
+		err := filepath.WalkDir(filepath.Join(dot, sub), func(_ string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				found = true
+				return fs.SkipAll
+			}
+			return nil
+		})
+		if found || (err != nil && !errors.Is(err, fs.ErrNotExist)) {
+			return false
+		}
+	}
+	return true
+}
+
+// repairIndex puts aside a git index that cannot be read (torn by a crash,
+// say) as .git/index.broken, and rebuilds it from the commit head's tree
+// without touching the files (git reset --mixed); with no commit yet, the
+// first commit stages every file anew. A readable index is left alone, and
+// so is one another git process holds (.git/index.lock).
+func repairIndex(repo *git.Repository, dir string, head plumbing.Hash, log *slog.Logger) error {
+	if _, err := repo.Storer.Index(); err == nil {
+		return nil
+	} else {
+		log.Warn("memory root: the git index cannot be read; rebuilding it", "dir", dir, "err", err)
+	}
+	dot := filepath.Join(dir, git.GitDirName)
+	lock := filepath.Join(dot, "index.lock")
+	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		log.Warn("memory root: cannot lock the git index to rebuild it; leaving it", "dir", dir, "err", err)
+		return nil
+	}
+	f.Close()
+	defer os.Remove(lock)
+	if err := os.Rename(filepath.Join(dot, "index"), filepath.Join(dot, "index.broken")); err != nil {
+		return fmt.Errorf("put the unreadable git index aside: %w", err)
+	}
+	if head.IsZero() {
+		return nil
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	if err := wt.Reset(&git.ResetOptions{Commit: head, Mode: git.MixedReset}); err != nil {
+		return fmt.Errorf("rebuild the git index from HEAD: %w", err)
+	}
+	log.Info("memory root: rebuilt the git index from HEAD", "dir", dir, "commit", head.String())
 	return nil
 }
 
