@@ -7,6 +7,7 @@ package memory
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
 	"io"
@@ -386,18 +387,40 @@ func unfinishedInit(dot string) bool {
 	return true
 }
 
+// checkIndex reports whether the git index at path is whole: a missing
+// one is (git reads it as empty); one that is not an index, or whose
+// trailing SHA-1 does not match its bytes (torn by a crash), is not. It is
+// a cheap check for the start-up path: decoding every entry is not needed
+// to see a torn file.
+func checkIndex(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(b) < 12+sha1.Size || string(b[:4]) != "DIRC" {
+		return errors.New("not a git index")
+	}
+	if sum := sha1.Sum(b[:len(b)-sha1.Size]); !bytes.Equal(sum[:], b[len(b)-sha1.Size:]) {
+		return errors.New("git index checksum mismatch")
+	}
+	return nil
+}
+
 // repairIndex puts aside a git index that cannot be read (torn by a crash,
 // say) as .git/index.broken, and rebuilds it from the commit head's tree
 // without touching the files (git reset --mixed); with no commit yet, the
 // first commit stages every file anew. A readable index is left alone, and
 // so is one another git process holds (.git/index.lock).
 func repairIndex(repo *git.Repository, dir string, head plumbing.Hash, log *slog.Logger) error {
-	if _, err := repo.Storer.Index(); err == nil {
+	dot := filepath.Join(dir, git.GitDirName)
+	if err := checkIndex(filepath.Join(dot, "index")); err == nil {
 		return nil
 	} else {
 		log.Warn("memory root: the git index cannot be read; rebuilding it", "dir", dir, "err", err)
 	}
-	dot := filepath.Join(dir, git.GitDirName)
 	lock := filepath.Join(dot, "index.lock")
 	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
