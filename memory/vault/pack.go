@@ -47,20 +47,24 @@ type Maintenance struct {
 	Took       time.Duration // how long packing took
 }
 
-// Maintain keeps the vault's repository small, under the vault's lock so
-// that no commit races it: temporary object files older than an hour are
-// removed (the caller holds the memory root's lock, so no other hearth
-// writes them), and once there are threshold loose objects or more
-// (PackThreshold when threshold ≤ 0) they are written into one packfile,
-// fsync'd with its index, and only then removed. A crash at any point
-// leaves every object readable, loose or packed or both. It is for a
-// background caller (hearth's vault keeper), off the write path.
+// Maintain keeps the vault's repository small: temporary object files
+// older than an hour are removed (the caller holds the memory root's lock,
+// so no other hearth writes them), and once there are threshold loose
+// objects or more (PackThreshold when threshold ≤ 0) they are written into
+// one packfile, fsync'd with its index, and only then removed. A crash at
+// any point leaves every object readable, loose or packed or both. The
+// pack is written beside the commits (objects are immutable, and a commit
+// only adds loose ones, which this pass leaves alone); the loose copies
+// are removed under the vault's lock, so that no commit that opened the
+// repository before the pack existed loses an object it is about to read.
+// It is for a background caller (hearth's vault keeper), off the write
+// path; one runs at a time.
 func (v *Vault) Maintain(ctx context.Context, threshold int) (Maintenance, error) {
 	if threshold <= 0 {
 		threshold = PackThreshold
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.packMu.Lock()
+	defer v.packMu.Unlock()
 	var m Maintenance
 	gitDir := filepath.Join(v.dir, git.GitDirName)
 	loose, temps, err := looseObjects(gitDir, v.now().Add(-staleTemp))
@@ -84,10 +88,16 @@ func (v *Vault) Maintain(ctx context.Context, threshold int) (Maintenance, error
 		return m, err
 	}
 	start := time.Now()
-	name, err := packLoose(gitDir, v.dir, loose)
-	m.Took = time.Since(start)
+	name, err := packObjects(gitDir, v.dir, loose)
 	if err != nil {
 		return m, fmt.Errorf("pack loose objects: %w", err)
+	}
+	v.mu.Lock()
+	err = removeLoose(gitDir, loose)
+	v.mu.Unlock()
+	m.Took = time.Since(start)
+	if err != nil {
+		return m, fmt.Errorf("remove packed loose objects: %w", err)
 	}
 	m.Packed, m.Pack = len(loose), name
 	v.log.Info("vault: packed loose objects", "objects", len(loose), "pack", name, "took", m.Took)
@@ -141,12 +151,12 @@ func isHex(s string) bool {
 	return true
 }
 
-// packLoose writes the objects hs (loose objects of the repository at
+// packObjects writes the objects hs (loose objects of the repository at
 // gitDir, worktree dir) into one packfile with deltas, makes the pack and
-// its index durable, and then removes the loose copies. go-git's
-// RepackObjects is not used: it removes the loose objects before its pack
-// is named, and fsyncs nothing.
-func packLoose(gitDir, dir string, hs []plumbing.Hash) (string, error) {
+// its index durable, and returns its file name. go-git's RepackObjects is
+// not used: it removes the loose objects before its pack is named, and
+// fsyncs nothing.
+func packObjects(gitDir, dir string, hs []plumbing.Hash) (string, error) {
 	repo, err := memory.OpenRepository(dir)
 	if err != nil {
 		return "", err
@@ -178,19 +188,24 @@ func packLoose(gitDir, dir string, hs []plumbing.Hash) (string, error) {
 	}
 	// Every object is in a durable pack (the encoder fails on one it
 	// cannot read, and go-git lists the pack only once its index is
-	// whole): the loose copies can go.
+	// whole): the loose copies may go.
 	packed, err := repo.Storer.(storer.PackedObjectStorer).ObjectPacks()
 	if err != nil || !containsHash(packed, sum) {
 		return "", fmt.Errorf("the new pack %s is not listed: %v", sum, err)
 	}
+	return filepath.Base(base) + ".pack", nil
+}
+
+// removeLoose removes the loose objects hs of the repository at gitDir.
+func removeLoose(gitDir string, hs []plumbing.Hash) error {
 	objects := filepath.Join(gitDir, "objects")
 	for _, h := range hs {
 		hx := h.String()
 		if err := os.Remove(filepath.Join(objects, hx[:2], hx[2:])); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", err
+			return err
 		}
 	}
-	return filepath.Base(base) + ".pack", nil
+	return nil
 }
 
 func containsHash(hs []plumbing.Hash, h plumbing.Hash) bool {
