@@ -23,6 +23,8 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
@@ -409,6 +411,39 @@ func checkIndex(path string) error {
 	return nil
 }
 
+// indexFromCommit writes the index of the commit head's tree, each entry
+// its blob and mode (git refreshes the stat data when it next looks), as
+// git reset --mixed does. go-git's Reset is not used: it also rewrites the
+// branch ref, in place.
+func indexFromCommit(repo *git.Repository, head plumbing.Hash) error {
+	c, err := repo.CommitObject(head)
+	if err != nil {
+		return err
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return err
+	}
+	idx := &index.Index{Version: 2}
+	w := object.NewTreeWalker(tree, true, nil)
+	defer w.Close()
+	for {
+		name, e, err := w.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if e.Mode == filemode.Dir {
+			continue
+		}
+		idx.Entries = append(idx.Entries, &index.Entry{Name: name, Hash: e.Hash, Mode: e.Mode})
+	}
+	slices.SortFunc(idx.Entries, func(a, b *index.Entry) int { return strings.Compare(a.Name, b.Name) })
+	return repo.Storer.SetIndex(idx)
+}
+
 // repairIndex puts aside a git index that cannot be read (torn by a crash,
 // say) as .git/index.broken, and rebuilds it from the commit head's tree
 // without touching the files (git reset --mixed); with no commit yet, the
@@ -435,11 +470,7 @@ func repairIndex(repo *git.Repository, dir string, head plumbing.Hash, log *slog
 	if head.IsZero() {
 		return nil
 	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return fmt.Errorf("worktree: %w", err)
-	}
-	if err := wt.Reset(&git.ResetOptions{Commit: head, Mode: git.MixedReset}); err != nil {
+	if err := indexFromCommit(repo, head); err != nil {
 		return fmt.Errorf("rebuild the git index from HEAD: %w", err)
 	}
 	log.Info("memory root: rebuilt the git index from HEAD", "dir", dir, "commit", head.String())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -424,6 +425,12 @@ func TestOpenRepairsIndex(t *testing.T) {
 			}
 			if _, err := os.Stat(index + ".broken"); err != nil {
 				t.Errorf("the torn index is not kept aside: %v", err)
+			}
+			if gitBin, err := exec.LookPath("git"); err == nil {
+				out, err := exec.Command(gitBin, "-C", dir, "status", "--porcelain").CombinedOutput()
+				if err != nil || string(out) != " M AGENT.md\n" {
+					t.Errorf("git status: %v\n%s", err, out)
+				}
 			}
 		})
 	}
