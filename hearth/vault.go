@@ -43,6 +43,9 @@ type Vault interface {
 	List(ctx context.Context, f vault.ListFilter) ([]vault.NoteInfo, error)
 	// History lists the changes to a file, newest first.
 	History(ctx context.Context, path string, limit int) ([]vault.Change, error)
+	// Maintain keeps the repository small: it packs the loose objects
+	// once there are threshold or more (0: the vault's default).
+	Maintain(ctx context.Context, threshold int) (vault.Maintenance, error)
 	// Purge empties a layer (a directory of the vault), ledgered and
 	// committed.
 	Purge(ctx context.Context, layer, reason, author string) (vault.Result, error)

@@ -67,6 +67,11 @@ func (h *Hearth) keepVault(ctx context.Context) {
 	h.resumeForget(first) // a forget a stop cut short reaches the vault
 	h.vaultPass(first, true)
 	cancel()
+	// The repository is kept small now and then, off the write path:
+	// at start (a crash loop restarts often) and every vaultMaintainEvery.
+	h.maintainVault(ctx)
+	maintain := time.NewTicker(vaultMaintainEvery)
+	defer maintain.Stop()
 	for attempt := 0; ; {
 		if !h.vaultPending() {
 			attempt = 0
@@ -74,6 +79,9 @@ func (h *Hearth) keepVault(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-h.keeper.wake:
+				continue
+			case <-maintain.C:
+				h.maintainVault(ctx)
 				continue
 			}
 		}
@@ -83,9 +91,34 @@ func (h *Hearth) keepVault(ctx context.Context) {
 		case <-ctx.Done():
 			t.Stop()
 			return
+		case <-maintain.C:
+			t.Stop()
+			h.maintainVault(ctx)
+			attempt-- // not a retry
+			continue
 		case <-t.C:
 		}
 		h.vaultPass(ctx, false)
+	}
+}
+
+// vaultMaintainEvery is how often the keeper asks the vault to pack its
+// loose objects (it does once they are many: vault.PackThreshold).
+const vaultMaintainEvery = 10 * time.Minute
+
+// maintainVault packs the vault's loose objects when they are many; a
+// failure is logged (the repository only stays larger) and tried again
+// at the next turn.
+func (h *Hearth) maintainVault(ctx context.Context) {
+	m, err := h.cfg.Vault.Maintain(ctx, 0)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("vault: could not pack the repository", "err", err)
+		}
+		return
+	}
+	if m.Pack != "" {
+		h.log.Debug("vault: repository packed", "objects", m.Packed, "took", m.Took)
 	}
 }
 

@@ -314,3 +314,41 @@ func TestHealthCountsSavedWritesFromTheStart(t *testing.T) {
 		t.Errorf("health once committed: vault %+v", got)
 	}
 }
+
+// maintainSeen is a vault that reports each Maintain the keeper runs.
+type maintainSeen struct {
+	*vault.Vault
+	seen chan vault.Maintenance
+}
+
+func (v maintainSeen) Maintain(ctx context.Context, threshold int) (vault.Maintenance, error) {
+	m, err := v.Vault.Maintain(ctx, threshold)
+	v.seen <- m
+	return m, err
+}
+
+// TestKeeperMaintainsVaultAtStart: once its first pass is done, the
+// keeper has the vault keep its repository small (here: a temporary
+// object file a crash left hours ago is removed).
+func TestKeeperMaintainsVaultAtStart(t *testing.T) {
+	v, threads, dir := openVault(t)
+	stale := filepath.Join(dir, ".git", "objects", "ab", "tmp_obj_crashed")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, []byte("x"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-3 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	mv := maintainSeen{Vault: v, seen: make(chan vault.Maintenance, 1)}
+	keptCore(t, threads, mv)
+	if m := <-mv.seen; m.StaleTemps != 1 {
+		t.Errorf("maintenance %+v, want the stale temporary object removed", m)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the stale temporary object: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ package memory
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,8 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
@@ -316,9 +319,18 @@ func ensureHistory(dir string, log *slog.Logger) error {
 	repo, err := openRepo(dir)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		// Also reported when .git is a regular file that is not a valid
-		// gitdir link, or a directory without a HEAD: never init over it.
-		if _, serr := os.Lstat(filepath.Join(dir, git.GitDirName)); !errors.Is(serr, fs.ErrNotExist) {
-			return fmt.Errorf("%s exists but is not a git repository: %w", git.GitDirName, err)
+		// gitdir link, or a directory without a HEAD: never init over
+		// one that holds anything, but a .git an init killed early left
+		// (no HEAD, no object, no ref) is made again.
+		dot := filepath.Join(dir, git.GitDirName)
+		if _, serr := os.Lstat(dot); !errors.Is(serr, fs.ErrNotExist) {
+			if !unfinishedInit(dot) {
+				return fmt.Errorf("%s exists but is not a git repository (it has no HEAD; it holds objects or refs, so it is left as it is): %w", git.GitDirName, err)
+			}
+			if err := os.RemoveAll(dot); err != nil {
+				return fmt.Errorf("remove the unfinished %s: %w", git.GitDirName, err)
+			}
+			log.Warn("memory root: removed a .git with no HEAD, object or ref (an init that did not finish)", "dir", dir)
 		}
 		repo, err = initRepo(dir)
 		if err != nil {
@@ -332,6 +344,9 @@ func ensureHistory(dir string, log *slog.Logger) error {
 	head, err := repo.Head()
 	switch {
 	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		if err := repairIndex(repo, dir, plumbing.ZeroHash, log); err != nil {
+			return err
+		}
 		return initialCommit(repo, log)
 	case err != nil:
 		return fmt.Errorf("read HEAD: %w", err)
@@ -339,6 +354,126 @@ func ensureHistory(dir string, log *slog.Logger) error {
 	if _, err := repo.CommitObject(head.Hash()); err != nil {
 		return fmt.Errorf("read HEAD commit %s: %w", head.Hash(), err)
 	}
+	return repairIndex(repo, dir, head.Hash(), log)
+}
+
+// unfinishedInit reports whether the repository folder dot holds nothing
+// a user could lose: no HEAD, no packed-refs, and no file under objects/
+// or refs/ (what go-git's Init creates before it writes HEAD).
+func unfinishedInit(dot string) bool {
+	st, err := os.Lstat(dot)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	for _, name := range []string{"HEAD", "packed-refs"} {
+		if _, err := os.Lstat(filepath.Join(dot, name)); !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		found := false
+		err := filepath.WalkDir(filepath.Join(dot, sub), func(_ string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				found = true
+				return fs.SkipAll
+			}
+			return nil
+		})
+		if found || (err != nil && !errors.Is(err, fs.ErrNotExist)) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkIndex reports whether the git index at path is whole: a missing
+// one is (git reads it as empty); one that is not an index, or whose
+// trailing SHA-1 does not match its bytes (torn by a crash), is not. It is
+// a cheap check for the start-up path: decoding every entry is not needed
+// to see a torn file.
+func checkIndex(path string) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(b) < 12+sha1.Size || string(b[:4]) != "DIRC" {
+		return errors.New("not a git index")
+	}
+	if sum := sha1.Sum(b[:len(b)-sha1.Size]); !bytes.Equal(sum[:], b[len(b)-sha1.Size:]) {
+		return errors.New("git index checksum mismatch")
+	}
+	return nil
+}
+
+// indexFromCommit writes the index of the commit head's tree, each entry
+// its blob and mode (git refreshes the stat data when it next looks), as
+// git reset --mixed does. go-git's Reset is not used: it also rewrites the
+// branch ref, in place.
+func indexFromCommit(repo *git.Repository, head plumbing.Hash) error {
+	c, err := repo.CommitObject(head)
+	if err != nil {
+		return err
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return err
+	}
+	idx := &index.Index{Version: 2}
+	w := object.NewTreeWalker(tree, true, nil)
+	defer w.Close()
+	for {
+		name, e, err := w.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if e.Mode == filemode.Dir {
+			continue
+		}
+		idx.Entries = append(idx.Entries, &index.Entry{Name: name, Hash: e.Hash, Mode: e.Mode})
+	}
+	slices.SortFunc(idx.Entries, func(a, b *index.Entry) int { return strings.Compare(a.Name, b.Name) })
+	return repo.Storer.SetIndex(idx)
+}
+
+// repairIndex puts aside a git index that cannot be read (torn by a crash,
+// say) as .git/index.broken, and rebuilds it from the commit head's tree
+// without touching the files (git reset --mixed); with no commit yet, the
+// first commit stages every file anew. A readable index is left alone, and
+// so is one another git process holds (.git/index.lock).
+func repairIndex(repo *git.Repository, dir string, head plumbing.Hash, log *slog.Logger) error {
+	dot := filepath.Join(dir, git.GitDirName)
+	if err := checkIndex(filepath.Join(dot, "index")); err == nil {
+		return nil
+	} else {
+		log.Warn("memory root: the git index cannot be read; rebuilding it", "dir", dir, "err", err)
+	}
+	lock := filepath.Join(dot, "index.lock")
+	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		log.Warn("memory root: cannot lock the git index to rebuild it; leaving it", "dir", dir, "err", err)
+		return nil
+	}
+	f.Close()
+	defer os.Remove(lock)
+	if err := os.Rename(filepath.Join(dot, "index"), filepath.Join(dot, "index.broken")); err != nil {
+		return fmt.Errorf("put the unreadable git index aside: %w", err)
+	}
+	if head.IsZero() {
+		return nil
+	}
+	if err := indexFromCommit(repo, head); err != nil {
+		return fmt.Errorf("rebuild the git index from HEAD: %w", err)
+	}
+	log.Info("memory root: rebuilt the git index from HEAD", "dir", dir, "commit", head.String())
 	return nil
 }
 

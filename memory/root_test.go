@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -278,10 +279,14 @@ func TestOpenWithoutHistory(t *testing.T) {
 		{"git links to nowhere", func(t *testing.T, dir string) {
 			writeFile(t, filepath.Join(dir, ".git"), "gitdir: "+filepath.Join(dir, "missing")+"\n")
 		}},
-		{"git is an empty directory", func(t *testing.T, dir string) {
-			if err := os.Mkdir(filepath.Join(dir, ".git"), 0o700); err != nil {
-				t.Fatal(err)
-			}
+		{"git without HEAD holds an object", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, ".git", "objects", "ab", strings.Repeat("cd", 19)), "x")
+		}},
+		{"git without HEAD holds a ref", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, ".git", "refs", "heads", "main"), strings.Repeat("ab", 20)+"\n")
+		}},
+		{"git without HEAD has packed refs", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, ".git", "packed-refs"), "# pack-refs\n")
 		}},
 		{"HEAD points at a missing commit", func(t *testing.T, dir string) {
 			openRoot(t, dir)
@@ -300,11 +305,150 @@ func TestOpenWithoutHistory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			tt.setup(t, dir)
+			before := dirFiles(t, filepath.Join(dir, ".git"))
 			_, err := memory.Open(t.Context(), dir, testDefaults, nil)
 			if err == nil || !strings.Contains(err.Error(), "cannot establish version history") {
 				t.Errorf("Open: got %v, want an error saying version history cannot be established", err)
 			}
+			if after := dirFiles(t, filepath.Join(dir, ".git")); !slices.Equal(after, before) {
+				t.Errorf(".git changed: %q, was %q", after, before)
+			}
 		})
+	}
+}
+
+// dirFiles lists the files under dir (a regular .git file: itself).
+func dirFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestOpenAfterUnfinishedInit: a .git that an init killed early left — no
+// HEAD, no object, no ref: nothing a user could lose — is made again, and
+// the root gets its first commit.
+func TestOpenAfterUnfinishedInit(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dot string)
+	}{
+		{"empty directory", func(t *testing.T, dot string) {
+			if err := os.Mkdir(dot, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"folders only", func(t *testing.T, dot string) {
+			for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+				if err := os.MkdirAll(filepath.Join(dot, d), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"folders and config", func(t *testing.T, dot string) {
+			writeFile(t, filepath.Join(dot, "config"), "[core]\n\tbare = false\n")
+			if err := os.MkdirAll(filepath.Join(dot, "refs", "heads"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tt.setup(t, filepath.Join(dir, ".git"))
+			openRoot(t, dir)
+			files, message, _ := trackedFiles(t, dir)
+			if !slices.Contains(files, "AGENT.md") || message == "" {
+				t.Errorf("first commit: files %q, message %q", files, message)
+			}
+		})
+	}
+}
+
+// TestOpenRepairsIndex: an index a crash tore (truncated, or its checksum
+// wrong) does not wedge the root: Open puts it aside and rebuilds it from
+// HEAD without touching the files, and the worktree's status is what it
+// was — the owner's uncommitted change still shows, nothing else.
+func TestOpenRepairsIndex(t *testing.T) {
+	tests := []struct {
+		name string
+		tear func(b []byte) []byte
+	}{
+		{"empty", func(b []byte) []byte { return nil }},
+		{"truncated", func(b []byte) []byte { return b[:len(b)/2] }},
+		{"checksum wrong", func(b []byte) []byte {
+			b = slices.Clone(b)
+			b[len(b)-1] ^= 0xff
+			return b
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			openRoot(t, dir)
+			writeFile(t, filepath.Join(dir, "AGENT.md"), "# the owner's agent\n")
+			index := filepath.Join(dir, ".git", "index")
+			b, err := os.ReadFile(index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(index, tt.tear(b), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			openRoot(t, dir)
+			repo, err := git.PlainOpen(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wt, err := repo.Worktree()
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := wt.Status()
+			if err != nil {
+				t.Fatalf("Status: %v", err)
+			}
+			want := git.Status{"AGENT.md": &git.FileStatus{Staging: git.Unmodified, Worktree: git.Modified}}
+			if diff := cmp.Diff(want, st); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+			if _, err := os.Stat(index + ".broken"); err != nil {
+				t.Errorf("the torn index is not kept aside: %v", err)
+			}
+			if gitBin, err := exec.LookPath("git"); err == nil {
+				out, err := exec.Command(gitBin, "-C", dir, "status", "--porcelain").CombinedOutput()
+				if err != nil || string(out) != " M AGENT.md\n" {
+					t.Errorf("git status: %v\n%s", err, out)
+				}
+			}
+		})
+	}
+}
+
+// TestOpenRepairsIndexBeforeFirstCommit: a torn index in a repository
+// with no commit yet (a first start killed while go-git wrote it) does
+// not stop the first commit.
+func TestOpenRepairsIndexBeforeFirstCommit(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := git.PlainInit(dir, false); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, ".git", "index"), "DIRC\x00\x00")
+	openRoot(t, dir)
+	files, _, _ := trackedFiles(t, dir)
+	if !slices.Contains(files, "AGENT.md") {
+		t.Errorf("first commit holds %q", files)
 	}
 }
 
@@ -453,6 +597,9 @@ func TestOpenWithEmbeddedDefaults(t *testing.T) {
 
 func writeFile(t *testing.T, path, data string) {
 	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,8 @@ type Vault struct {
 	log *slog.Logger
 	now func() time.Time
 	mu  sync.Mutex
+	// packMu keeps Maintain to one at a time (pack.go).
+	packMu sync.Mutex
 	// crash, in tests, stops a write at a stage as a crash would
 	// (see pending.go): true leaves the write where it is.
 	crash func(stage string) bool

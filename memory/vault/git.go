@@ -404,7 +404,7 @@ func (c *gitCache) stageRaw(gitDir, dir string, paths []string, put putFunc) (ma
 	}
 	idx.update(entries)
 	write := func() error {
-		b, err := writeIndexFile(gitDir, idx)
+		b, err := writeIndexFile(gitDir, idx, osSync{})
 		if err != nil {
 			return err
 		}

@@ -222,28 +222,51 @@ func newEntry(name string, h plumbing.Hash, mode filemode.FileMode, size int64, 
 // writeIndexFile replaces the index of the repository at gitDir through
 // its lock file, as git does, and returns the bytes written; the caller
 // holds the lock (index.lock), so the new index is written beside it and
-// renamed over the old.
-func writeIndexFile(gitDir string, x *rawIndex) ([]byte, error) {
+// renamed over the old. The new file is made durable (sync.file) before
+// the rename and the rename after it (sync.dir): a crash or power loss
+// leaves the old index or the new, never a torn one that every later
+// commit would refuse on its checksum.
+func writeIndexFile(gitDir string, x *rawIndex, sync syncer) ([]byte, error) {
 	b := x.bytes()
 	tmp, err := os.CreateTemp(gitDir, "index.tmp*")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tmp.Write(b); err != nil {
+	fail := func(err error) ([]byte, error) {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return nil, err
 	}
+	if _, err := tmp.Write(b); err != nil {
+		return fail(err)
+	}
+	if err := sync.file(tmp); err != nil {
+		return fail(err)
+	}
 	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return nil, err
+		return fail(err)
 	}
 	if err := os.Rename(tmp.Name(), filepath.Join(gitDir, "index")); err != nil {
-		os.Remove(tmp.Name())
-		return nil, err
+		return fail(err)
+	}
+	if err := sync.dir(gitDir); err != nil {
+		return b, fmt.Errorf("sync %s: %w", gitDir, err)
 	}
 	return b, nil
 }
+
+// syncer makes writes durable: a file's content, a folder's entries.
+// Tests pass one that records the calls.
+type syncer interface {
+	file(f *os.File) error
+	dir(path string) error
+}
+
+// osSync is the syncer of the operating system: fsync.
+type osSync struct{}
+
+func (osSync) file(f *os.File) error { return f.Sync() }
+func (osSync) dir(path string) error { return syncDir(path) }
 
 // looseWriter writes loose objects into the repository at gitDir,
 // reusing one compressor (each costs hundreds of kilobytes to make). An

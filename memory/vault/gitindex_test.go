@@ -230,3 +230,55 @@ func TestLooseBatch(t *testing.T) {
 	}
 	run("fsck", "--strict")
 }
+
+// recordSync is a syncer that records, in order, what it made durable and
+// what the index file held at that moment.
+type recordSync struct {
+	gitDir string
+	calls  []string
+}
+
+func (r *recordSync) file(f *os.File) error {
+	cur, _ := os.ReadFile(filepath.Join(r.gitDir, "index"))
+	r.calls = append(r.calls, fmt.Sprintf("file %s (index holds %q)", filepath.Base(filepath.Dir(f.Name())), cur))
+	return f.Sync()
+}
+
+func (r *recordSync) dir(path string) error {
+	cur, _ := os.ReadFile(filepath.Join(r.gitDir, "index"))
+	r.calls = append(r.calls, fmt.Sprintf("dir %s (index holds %d bytes)", filepath.Base(path), len(cur)))
+	return nil
+}
+
+// TestWriteIndexFileSyncs: the new index is fsync'd before it is renamed
+// over the old one (the old is still in place when it is synced), and the
+// folder after (the new is in place), so that a power loss cannot leave a
+// torn index.
+func TestWriteIndexFileSyncs(t *testing.T) {
+	gitDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(gitDir, "index"), []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	x := &rawIndex{version: 2}
+	x.set(newEntry("a.md", plumbing.ZeroHash, filemode.Regular, 1, time.Unix(1, 0)))
+	rec := &recordSync{gitDir: gitDir}
+	b, err := writeIndexFile(gitDir, x, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		fmt.Sprintf("file %s (index holds %q)", filepath.Base(gitDir), "old"),
+		fmt.Sprintf("dir %s (index holds %d bytes)", filepath.Base(gitDir), len(b)),
+	}
+	if !slices.Equal(rec.calls, want) {
+		t.Errorf("syncs:\n%q\nwant\n%q", rec.calls, want)
+	}
+	got, err := os.ReadFile(filepath.Join(gitDir, "index"))
+	if err != nil || !bytes.Equal(got, b) {
+		t.Errorf("index on disk: %v, %d bytes, want the %d written", err, len(got), len(b))
+	}
+	left, _ := filepath.Glob(filepath.Join(gitDir, "index.tmp*"))
+	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
