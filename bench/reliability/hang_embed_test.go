@@ -1,130 +1,19 @@
 package reliability
 
 import (
-	"errors"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mnemo/mnemo/hearth/hearthtest"
 	"github.com/mnemo/mnemo/hearth/llm/llmtest"
+	"github.com/mnemo/mnemo/internal/nettest"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory/embed/embedtest"
 )
-
-// gatedHTTP serves a stand-in on a fixed loopback address that the test
-// can stall (hang: requests wait at the gate), kill (down: the listener
-// and every connection closed, so new ones are refused) and bring back
-// (resume, up: on the same port).
-type gatedHTTP struct {
-	t    *testing.T
-	h    http.Handler
-	addr string
-	stop chan struct{} // closed when the test ends: releases the gate
-
-	mu   sync.Mutex
-	gate chan struct{} // closed while open
-	srv  *http.Server
-	done chan struct{} // closed when srv's Serve returns
-	held atomic.Int64  // requests waiting at the gate
-}
-
-func startGated(t *testing.T, h http.Handler) *gatedHTTP {
-	t.Helper()
-	open := make(chan struct{})
-	close(open)
-	g := &gatedHTTP{t: t, h: h, stop: make(chan struct{}), gate: open}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.addr = l.Addr().String()
-	g.serve(l)
-	t.Cleanup(func() {
-		close(g.stop)
-		g.down()
-	})
-	return g
-}
-
-func (g *gatedHTTP) URL() string { return "http://" + g.addr }
-
-func (g *gatedHTTP) serve(l net.Listener) {
-	srv := &http.Server{Handler: http.HandlerFunc(g.serveHTTP)}
-	done := make(chan struct{})
-	g.mu.Lock()
-	g.srv, g.done = srv, done
-	g.mu.Unlock()
-	go func() {
-		defer close(done)
-		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
-			g.t.Errorf("stand-in at %s: %v", g.addr, err)
-		}
-	}()
-}
-
-func (g *gatedHTTP) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	g.mu.Lock()
-	gate := g.gate
-	g.mu.Unlock()
-	g.held.Add(1)
-	select {
-	case <-gate:
-	case <-r.Context().Done():
-	case <-g.stop:
-	}
-	g.held.Add(-1)
-	if r.Context().Err() != nil {
-		return
-	}
-	g.h.ServeHTTP(w, r)
-}
-
-// hang makes requests from now on wait until resume.
-func (g *gatedHTTP) hang() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.gate = make(chan struct{})
-}
-
-// resume lets waiting and new requests through.
-func (g *gatedHTTP) resume() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	select {
-	case <-g.gate:
-	default:
-		close(g.gate)
-	}
-}
-
-// down kills the server: the listener and every open connection close.
-func (g *gatedHTTP) down() {
-	g.mu.Lock()
-	srv, done := g.srv, g.done
-	g.srv = nil
-	g.mu.Unlock()
-	if srv == nil {
-		return
-	}
-	srv.Close()
-	<-done
-}
-
-// up serves again on the same port.
-func (g *gatedHTTP) up() {
-	g.t.Helper()
-	l, err := net.Listen("tcp", g.addr)
-	if err != nil {
-		g.t.Fatalf("listen again on %s: %v", g.addr, err)
-	}
-	g.serve(l)
-}
 
 // hangHealth asks hearth for its health report.
 func hangHealth(t *testing.T, c *ipc.Conn) *ipc.HealthReport {
@@ -179,16 +68,18 @@ func TestEmbedderHangs(t *testing.T) {
 	const key = "ek-test-0123456789"
 	for _, tc := range []struct {
 		name         string
-		fault, cured func(g *gatedHTTP)
+		fault, cured func(g *nettest.Gate)
 		// the search answers within; the wire's search timeout is 10 s
 		within time.Duration
 	}{
-		{"hangs", (*gatedHTTP).hang, (*gatedHTTP).resume, 10 * time.Second},
-		{"dies", (*gatedHTTP).down, (*gatedHTTP).up, 8 * time.Second},
+		{"hangs", (*nettest.Gate).Hang, (*nettest.Gate).Resume, 10 * time.Second},
+		{"dies", (*nettest.Gate).Down, (*nettest.Gate).Up, 8 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			emb := embedtest.NewOpenAI(embedtest.Config{APIKey: key})
-			g := startGated(t, emb)
+			srv := httptest.NewServer(emb)
+			t.Cleanup(srv.Close)
+			g := nettest.NewGate(t, srv.Listener.Addr().String())
 			model := llmtest.NewOpenAI(t, "sk-test")
 			d := startHung(t, append(hearthtest.OpenAIEnv(model), "MNEMO_EMBEDDER=openai", "MNEMO_EMBED_MODEL=tiny", "MNEMO_EMBED_DIM=8",
 				"MNEMO_EMBED_BASE_URL="+g.URL()+"/v1", "MNEMO_EMBED_API_KEY="+key))
@@ -228,9 +119,9 @@ func TestEmbedderHangs(t *testing.T) {
 				t.Errorf("search after the fault: %+v, want %q", r.Results, asked)
 			}
 
-			g.hang()
+			g.Hang()
 			hangSend(t, c, &ipc.Message{Content: "one more thing", Ref: "m3"})
-			hangWait(t, "the indexer held at the hung embedder", func() bool { return g.held.Load() > 0 })
+			hangWait(t, "the indexer held at the hung embedder", func() bool { return g.Held() > 0 })
 			took = hangStop(t, d, hangGrace)
 			t.Logf("stopped in %v with the embedder hung", took.Round(time.Millisecond))
 		})

@@ -2,16 +2,15 @@ package daemon
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/mnemo/mnemo/internal/nettest"
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory/recall/qdrant/qdranttest"
 	"github.com/mnemo/mnemo/memory/recollect"
@@ -60,47 +59,6 @@ func TestAuthToken(t *testing.T) {
 	})
 }
 
-// proxy forwards connections on addr to target, once target is set: until
-// then nothing listens on addr.
-func proxy(t *testing.T, addr, target string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("listen on the reserved address: %v", err)
-	}
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		close(done)
-		ln.Close()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			wg.Go(func() {
-				go func() {
-					<-done
-					in.Close()
-					out.Close()
-				}()
-				go io.Copy(out, in)
-				io.Copy(in, out)
-				in.Close()
-				out.Close()
-			})
-		}
-	})
-}
-
 // healthUntil asks hearth for its health until ok accepts the index's.
 func healthUntil(t *testing.T, c *ipc.Conn, what string, ok func(*ipc.IndexHealth) bool) *ipc.IndexHealth {
 	t.Helper()
@@ -136,12 +94,17 @@ func search(t *testing.T, c *ipc.Conn, query string) []ipc.SearchHit {
 // search uses keywords; once a Qdrant starts there, recall opens on a
 // retry, with no restart, and search goes through it.
 func TestRecallOpensWhenQdrantComesUp(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Qdrant is behind a gate that is down until it "starts": the gate
+	// holds the port throughout (a port closed and listened on again
+	// later may have been taken meanwhile).
+	q, err := qdranttest.Start(qdranttest.Options{APIKey: "qdrant-secret-key"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	qdrantAddr := ln.Addr().String()
-	ln.Close()
+	t.Cleanup(q.Close)
+	gate := nettest.NewGate(t, q.Addr())
+	gate.Down()
+	qdrantAddr := gate.Addr()
 	_, port, _ := net.SplitHostPort(qdrantAddr)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -185,13 +148,14 @@ func TestRecallOpensWhenQdrantComesUp(t *testing.T) {
 		t.Errorf("keyword search while Qdrant is down = %+v", hits)
 	}
 
-	q, err := qdranttest.Start(qdranttest.Options{APIKey: "qdrant-secret-key"})
-	if err != nil {
-		t.Fatal(err)
+	if n := q.Calls("/qdrant.Collections/Get"); n != 0 {
+		t.Fatalf("Qdrant answered %d collection lookups while down", n)
 	}
-	t.Cleanup(q.Close)
-	proxy(t, qdrantAddr, q.Addr())
+	gate.Up()
 	up := healthUntil(t, c, "recall to open", func(ix *ipc.IndexHealth) bool { return ix != nil && !ix.Unavailable })
+	if q.Calls("/qdrant.Collections/Get") == 0 {
+		t.Error("recall opened without looking its collection up in Qdrant")
+	}
 	if up.Backend != "qdrant" || up.Failing != "" {
 		t.Errorf("health once Qdrant is up = %+v", up)
 	}
