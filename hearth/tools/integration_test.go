@@ -122,8 +122,23 @@ func checkEverything(t *testing.T, r *Registry) {
 }
 
 // startEverythingHTTP runs server-everything over streamable HTTP on a free
-// port and returns its endpoint once it listens.
+// port and returns its endpoint once it listens. The server takes its port
+// from the environment, so the port is found free, closed and handed over:
+// when something took it meanwhile, it tries another.
 func startEverythingHTTP(t *testing.T, node, script string) string {
+	t.Helper()
+	for range 3 {
+		if url, ok := tryEverythingHTTP(t, node, script); ok {
+			return url
+		}
+	}
+	t.Fatal("server-everything found its port taken three times")
+	return ""
+}
+
+// tryEverythingHTTP is one attempt of startEverythingHTTP; ok is false
+// when the port it chose was taken before the server listened.
+func tryEverythingHTTP(t *testing.T, node, script string) (url string, ok bool) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -165,11 +180,15 @@ func startEverythingHTTP(t *testing.T, node, script string) string {
 	select {
 	case <-ready:
 	case <-drained:
+		if strings.Contains(output.String(), "already in use") {
+			t.Logf("port %d taken before server-everything listened; trying another", port)
+			return "", false
+		}
 		t.Fatalf("server-everything exited before listening:\n%s", output.String())
 	case <-time.After(60 * time.Second):
 		t.Fatalf("server-everything did not listen on port %d within 60s", port)
 	}
-	return "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
+	return "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp", true
 }
 
 func TestReferenceFilesystem(t *testing.T) {
