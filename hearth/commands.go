@@ -59,45 +59,51 @@ func (h *Hearth) sendWith(id *auth.Identity, ref, content string, o SendOptions)
 	if strings.TrimSpace(content) == "" {
 		return &Problem{Code: CodeBadRequest, Message: "message content is empty", Ref: ref}
 	}
-	conv := o.Conversation
-	if conv == "" {
-		conv = MainConversation
-	}
-	for {
-		c, err := h.open(conv)
-		if err != nil {
-			err.(*Problem).Ref = ref
-			return err
-		}
-		err = h.enqueue(c, turnReq{ref: ref, id: id, model: o.Model, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
-		if !errors.Is(err, errUnloaded) {
-			return err
-		}
-		// It went idle between open and enqueue: open it again.
-	}
+	return h.enqueueIn(o.Conversation, turnReq{ref: ref, id: id, model: o.Model, rec: journal.Record{Role: memory.RoleUser, Text: content, Mode: memory.ModeText}})
 }
 
-// AddTranscript queues a finished voice turn (role user or agent); it is
-// stored with mode voice, in order with messages, and not answered: the
-// voice session answers it.
+// AddTranscript queues a finished voice turn (role user or agent) in
+// main; it is stored with mode voice, in order with messages, and not
+// answered: the voice session answers it.
 func (h *Hearth) AddTranscript(ref, role, text string) error {
-	return h.addTranscript(ref, role, text, false)
+	return h.AddTranscriptIn(MainConversation, ref, role, text, false)
 }
 
 // AddCutTranscript is AddTranscript for an agent turn cut short whose
 // heard text never came: it is stored marked incomplete.
 func (h *Hearth) AddCutTranscript(ref, role, text string) error {
-	return h.addTranscript(ref, role, text, true)
+	return h.AddTranscriptIn(MainConversation, ref, role, text, true)
 }
 
-func (h *Hearth) addTranscript(ref, role, text string, incomplete bool) error {
+// AddTranscriptIn is AddTranscript into conversation conv ("": main), the
+// one the voice session talks in; incomplete marks an agent turn cut
+// short whose heard text never came. An unknown conversation is a
+// *Problem with CodeConversationNotFound.
+func (h *Hearth) AddTranscriptIn(conv, ref, role, text string, incomplete bool) error {
 	if role != memory.RoleUser && role != memory.RoleAgent {
 		return &Problem{Code: CodeBadRequest, Message: `transcript role must be "user" or "agent"`, Ref: ref}
 	}
 	if strings.TrimSpace(text) == "" {
 		return &Problem{Code: CodeBadRequest, Message: "transcript text is empty", Ref: ref}
 	}
-	return h.enqueue(h.conv, turnReq{ref: ref, rec: journal.Record{Role: role, Text: text, Mode: memory.ModeVoice, Incomplete: incomplete}})
+	return h.enqueueIn(conv, turnReq{ref: ref, rec: journal.Record{Role: role, Text: text, Mode: memory.ModeVoice, Incomplete: incomplete}})
+}
+
+// enqueueIn opens conversation conv ("": main) and queues req there,
+// opening it again when it went idle in between.
+func (h *Hearth) enqueueIn(conv string, req turnReq) error {
+	for {
+		c, err := h.open(conv)
+		if err != nil {
+			err.(*Problem).Ref = req.ref
+			return err
+		}
+		err = h.enqueue(c, req)
+		if !errors.Is(err, errUnloaded) {
+			return err
+		}
+		// It went idle between open and enqueue: open it again.
+	}
 }
 
 // enqueue takes req into c's queue, or refuses it: a full queue, or a

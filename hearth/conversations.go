@@ -389,7 +389,7 @@ func (h *Hearth) unloadIfIdle(c *conversation) bool {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(c.turns) > 0 || c.closed {
+	if len(c.turns) > 0 || c.closed || len(c.voiceCalls) > 0 {
 		return false
 	}
 	for s := range h.subs {

@@ -129,10 +129,21 @@ func initialMode(recent []journal.Record) modeState {
 // anew, so a client may retry) with the session's instructions: AGENT.md
 // and the continuity anchor, memories relevant to the last turns, and,
 // at a switch from text, the text→voice injection. A reconnect without a
-// mode change injects nothing again.
+// mode change injects nothing again. The session talks in main.
 func (h *Hearth) RequestVoice(ctx context.Context) (VoiceCredential, error) {
+	return h.RequestVoiceIn(ctx, MainConversation)
+}
+
+// RequestVoiceIn is RequestVoice for a session talking in conversation
+// conv ("": main): its turns and the injection are that conversation's.
+// An unknown conversation is a *Problem with CodeConversationNotFound.
+func (h *Hearth) RequestVoiceIn(ctx context.Context, conv string) (VoiceCredential, error) {
 	if h.cfg.Voice == nil {
 		return VoiceCredential{}, &Problem{Code: CodeNoVoiceProvider, Message: msgNoVoiceProvider}
+	}
+	c, err := h.open(conv)
+	if err != nil {
+		return VoiceCredential{}, err
 	}
 	cred, err := h.cfg.Voice.MintVoice(ctx)
 	if err != nil {
@@ -145,10 +156,10 @@ func (h *Hearth) RequestVoice(ctx context.Context) (VoiceCredential, error) {
 			parts = append(parts, m.Content)
 		}
 	}
-	if block := h.voiceMemories(ctx); block != "" {
+	if block := h.voiceMemories(ctx, c); block != "" {
 		parts = append(parts, block)
 	}
-	if inj := h.switchToVoice(time.Now()); inj != "" {
+	if inj := h.switchToVoice(c, time.Now()); inj != "" {
 		parts = append(parts, inj)
 	}
 	cred.Instructions = strings.Join(parts, "\n\n")
@@ -156,12 +167,12 @@ func (h *Hearth) RequestVoice(ctx context.Context) (VoiceCredential, error) {
 	return cred, nil
 }
 
-// switchToVoice records a voice connect and returns the text→voice
+// switchToVoice records a voice connect in c and returns the text→voice
 // injection it calls for, "" when none (a reconnect that changes no mode).
-func (h *Hearth) switchToVoice(now time.Time) string {
+func (h *Hearth) switchToVoice(c *conversation, now time.Time) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := &h.conv.voice
+	st := &c.voice
 	by := ""
 	switch {
 	case st.mode != modeVoice:
@@ -170,12 +181,12 @@ func (h *Hearth) switchToVoice(now time.Time) string {
 		st.mode, st.switchedAt = modeVoice, now
 		st.pending, st.block = false, "" // a voice→text injection not yet used is moot now
 		st.injectedAt = now
-		return injection("text→voice", by, now, since, h.conv.recent)
+		return injection("text→voice", by, now, since, c.recent)
 	case st.injectedAt.Before(st.switchedAt):
 		// Already in voice, but nothing injected since the switch: a
 		// client reconnecting to a hearth that restarted mid-session.
 		st.injectedAt = now
-		return injection("text→voice", "reconnect", now, st.switchedAt, h.conv.recent)
+		return injection("text→voice", "reconnect", now, st.switchedAt, c.recent)
 	}
 	return ""
 }
@@ -183,23 +194,31 @@ func (h *Hearth) switchToVoice(now time.Time) string {
 // StopVoice says a voice session ended: the conversation is back in text,
 // and the next text turn gets the voice→text injection (injection_pending
 // is set now, so a message typed at once still gets it). A stop without a
-// voice session changes nothing.
-func (h *Hearth) StopVoice() {
+// voice session changes nothing. The session talked in main.
+func (h *Hearth) StopVoice() { h.StopVoiceIn(MainConversation) }
+
+// StopVoiceIn is StopVoice for a session that talked in conversation conv
+// ("": main).
+func (h *Hearth) StopVoiceIn(conv string) {
+	c, err := h.open(conv) // unloaded, its mode comes from its journal
+	if err != nil {
+		return // an unknown conversation had no voice session
+	}
 	now := time.Now()
 	h.mu.Lock()
-	st := &h.conv.voice
-	if st.mode != modeVoice {
+	if c.voice.mode != modeVoice {
 		h.mu.Unlock()
 		return
 	}
+	st := &c.voice
 	mark := &modeMark{since: st.switchedAt, at: now}
 	st.mode, st.switchedAt = modeText, now
 	st.pending, st.block = true, ""
 	h.mu.Unlock()
 	// Queued behind the transcripts sent before the stop, the mark
 	// harvests them; a message typed after comes after it.
-	if err := h.enqueue(h.conv, turnReq{mark: mark}); err != nil {
-		h.prime(h.conv, mark) // a full or closed queue: harvest what is stored
+	if err := h.enqueue(c, turnReq{mark: mark}); err != nil {
+		h.prime(c, mark) // a full or closed queue: harvest what is stored
 	}
 }
 
@@ -290,8 +309,8 @@ func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 // voiceMemories is the block of older memories relevant to the last
 // turns, as a text session opens with, with the whole allowance; "" when
 // none.
-func (h *Hearth) voiceMemories(ctx context.Context) string {
-	return h.openingMemories(ctx, h.conv, 1, map[string]bool{})
+func (h *Hearth) voiceMemories(ctx context.Context, c *conversation) string {
+	return h.openingMemories(ctx, c, 1, map[string]bool{})
 }
 
 // voiceTools are the tools the voice session is offered: those a text

@@ -19,6 +19,8 @@ type VoiceToolCall struct {
 	Name      string
 	Arguments string // the model's JSON arguments, as received
 	Ref       string // the client's reference, echoed in the events about it
+	// Conversation is the one the voice session talks in ("": main).
+	Conversation string
 }
 
 // VoiceToolResult is what the client sends the provider as the call's
@@ -62,8 +64,19 @@ func (h *Hearth) RunVoiceTool(ctx context.Context, call VoiceToolCall) (VoiceToo
 	if call.CallID == "" || len(call.CallID) > maxCallID {
 		return VoiceToolResult{}, &Problem{Code: CodeBadRequest, Message: "voice_tool_call needs the provider's call_id (at most 256 bytes)", Ref: call.Ref}
 	}
-	c := h.conv
-	h.mu.Lock()
+	var c *conversation
+	for {
+		var err error
+		if c, err = h.open(call.Conversation); err != nil {
+			err.(*Problem).Ref = call.Ref
+			return VoiceToolResult{}, err
+		}
+		h.mu.Lock()
+		if !c.unloaded {
+			break // held by its voiceCalls from here on (unloadIfIdle)
+		}
+		h.mu.Unlock() // it went idle in between: open it again
+	}
 	switch {
 	case c.closed || h.closing:
 		h.mu.Unlock()

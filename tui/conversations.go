@@ -17,6 +17,12 @@ func (m *Model) conversationCommand(name, arg string) {
 		m.flashErr(unsupported("conversations"))
 		return
 	}
+	if m.voice != nil && name != "/conversations" {
+		// The voice session talks in the conversation it started in; its
+		// transcripts must not follow the client elsewhere.
+		m.flashErr("voice is on in this conversation: /voice stops it, then switch")
+		return
+	}
 	ref := m.ref()
 	m.requests[ref] = "conversations"
 	switch name {

@@ -1,9 +1,11 @@
 package tui
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mnemo/mnemo/ipc"
+	"github.com/mnemo/mnemo/tui/voicectl"
 )
 
 // TestConversationCommands: /new, /conversations and /resume send their
@@ -69,4 +71,27 @@ func TestConversationCommandsUnsupported(t *testing.T) {
 		t.Fatalf("sent %d conversations requests", n)
 	}
 	hs.wantScreen("does not support conversations")
+}
+
+// TestConversationSwitchWaitsForVoice: with voice on, /new and /resume
+// say to stop it first and ask hearth nothing (the session's transcripts
+// belong to the conversation it started in); /conversations still lists.
+func TestConversationSwitchWaitsForVoice(t *testing.T) {
+	hs := newHarness(t, 100, 30)
+	hs.send(&ipc.StateChange{State: ipc.StateConnected, History: &ipc.History{ConversationID: "main", Server: "hearth/0.1.0", Protocol: 1,
+		State: ipc.StateIdle, Features: []string{"conversations", "voice"}}})
+	hs.m.voice = &voiceUI{desk: voicectl.New(voicectl.Config{})}
+	for _, cmd := range []string{"/new trip", "/resume trip"} {
+		hs.typeText(cmd, true)
+		if !hs.m.flash.err || !strings.Contains(hs.m.flash.text, "/voice stops it") {
+			t.Errorf("%s with voice on: status %q", cmd, hs.m.flash.text)
+		}
+	}
+	if n := len(sentOf[*ipc.NewConversation](hs.be)) + len(sentOf[*ipc.Resume](hs.be)); n != 0 {
+		t.Errorf("sent %d switches with voice on", n)
+	}
+	hs.typeText("/conversations", true)
+	if n := len(sentOf[*ipc.Conversations](hs.be)); n != 1 {
+		t.Errorf("sent %d conversation lists with voice on, want 1", n)
+	}
 }

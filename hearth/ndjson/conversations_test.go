@@ -3,6 +3,7 @@ package ndjson
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,17 +139,63 @@ func TestConversationsOverNDJSON(t *testing.T) {
 	}
 }
 
-// TestVoiceStaysOnMain: a client on another conversation is told that
-// voice talks in main, not given a credential whose turns it would not
-// see.
-func TestVoiceStaysOnMain(t *testing.T) {
-	th := startHearth(t, "", func(c *testConfig) { c.Model = newScriptModel() })
-	c := dial(t, th.addr)
-	c.Send(&ipc.NewConversation{ConversationID: "trip", Ref: "n1"})
+// TestVoiceInAConversation: a client on a conversation other than main
+// gets a credential whose injection holds that conversation's turns, and
+// its transcripts go there: it sees them stored, the conversation's
+// history holds them, and a client on main sees none of it.
+func TestVoiceInAConversation(t *testing.T) {
+	th := startHearth(t, "", func(c *testConfig) { c.Model = newScriptModel(); c.Voice = staticMinter{} })
+	onMain, c := dial(t, th.addr), dial(t, th.addr)
+	send := func(m ipc.Msg) {
+		t.Helper()
+		if err := c.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(&ipc.NewConversation{ConversationID: "trip", Ref: "n1"})
 	recvUntil(t, c, func(m ipc.Msg) bool { h, ok := m.(*ipc.History); return ok && h.Ref == "n1" })
-	c.Send(&ipc.VoiceRequest{Ref: "v1"})
-	got := recvUntil(t, c, func(m ipc.Msg) bool { e, ok := m.(*ipc.Error); return ok && e.Ref == "v1" })
-	if e := got[len(got)-1].(*ipc.Error); e.Code != ipc.CodeUnavailable || !strings.Contains(e.Message, "main") {
-		t.Errorf("voice_request on trip: %+v", e)
+	send(&ipc.Message{Content: "Lisbon in May?", Ref: "m1"})
+	recvUntil(t, c, isDone)
+
+	send(&ipc.VoiceRequest{Ref: "v1"})
+	got := recvUntil(t, c, func(m ipc.Msg) bool {
+		switch m := m.(type) {
+		case *ipc.VoiceCredential:
+			return m.Ref == "v1"
+		case *ipc.Error:
+			return m.Ref == "v1"
+		}
+		return false
+	})
+	cred, ok := got[len(got)-1].(*ipc.VoiceCredential)
+	if !ok {
+		t.Fatalf("voice_request on trip: %+v", got[len(got)-1])
+	}
+	if !strings.Contains(cred.Instructions, "Lisbon in May?") {
+		t.Errorf("the credential's instructions lack trip's turn:\n%s", cred.Instructions)
+	}
+	send(&ipc.Transcript{Role: ipc.RoleUser, Text: "and the Algarve after?", Ref: "t1"})
+	got = recvUntil(t, c, func(m ipc.Msg) bool { s, ok := m.(*ipc.TurnStored); return ok && s.Ref == "t1" })
+	if s := got[len(got)-1].(*ipc.TurnStored); s.Turn.Mode != ipc.ModeVoice {
+		t.Errorf("transcript stored as %+v", s.Turn)
+	}
+	send(&ipc.StopVoice{})
+
+	send(&ipc.HistoryQuery{ConversationID: "trip", Ref: "h1"})
+	got = recvUntil(t, c, func(m ipc.Msg) bool { p, ok := m.(*ipc.HistoryPage); return ok && p.Ref == "h1" })
+	var texts []string
+	for _, tr := range got[len(got)-1].(*ipc.HistoryPage).Turns {
+		texts = append(texts, tr.Content)
+	}
+	if !slices.Contains(texts, "and the Algarve after?") {
+		t.Errorf("trip's history %q lacks the transcript", texts)
+	}
+	if err := onMain.Send(&ipc.Ping{Ref: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range recvUntil(t, onMain, func(m ipc.Msg) bool { _, ok := m.(*ipc.Pong); return ok }) {
+		if s, ok := m.(*ipc.TurnStored); ok {
+			t.Errorf("a client on main saw trip's turn %q", s.Turn.Content)
+		}
 	}
 }

@@ -32,8 +32,7 @@ type Core interface {
 	CancelIn(conv, ref string) error
 	NewConversation(id string) (hearth.ConversationInfo, error)
 	Conversations() []hearth.ConversationInfo
-	AddTranscript(ref, role, text string) error
-	AddCutTranscript(ref, role, text string) error
+	AddTranscriptIn(conv, ref, role, text string, incomplete bool) error
 	Cancel(ref string) error
 	Confirm(id string, approve bool) error
 	Search(ctx context.Context, req memory.SearchRequest) ([]memory.Hit, error)
@@ -42,8 +41,8 @@ type Core interface {
 	Health() hearth.Health
 	ReviewProposals(ctx context.Context) ([]hearth.ProposalQueued, error)
 	Settled(ctx context.Context) error
-	RequestVoice(ctx context.Context) (hearth.VoiceCredential, error)
-	StopVoice()
+	RequestVoiceIn(ctx context.Context, conv string) (hearth.VoiceCredential, error)
+	StopVoiceIn(conv string)
 	RunVoiceTool(ctx context.Context, call hearth.VoiceToolCall) (hearth.VoiceToolResult, error)
 	Proposals(ctx context.Context) ([]vault.Proposal, error)
 	DecideProposal(ctx context.Context, id string, d hearth.ProposalDecision) (hearth.ProposalOutcome, error)
@@ -232,17 +231,13 @@ func (s *Session) Handle(m ipc.Msg) bool {
 	case *ipc.Message:
 		s.refuse(s.send(m), m.Ref)
 	case *ipc.Transcript:
-		add := s.core.AddTranscript
-		if m.Incomplete {
-			add = s.core.AddCutTranscript
-		}
-		s.refuse(add(m.Ref, m.Role, m.Text), m.Ref)
+		s.refuse(s.core.AddTranscriptIn(s.Conversation(), m.Ref, m.Role, m.Text, m.Incomplete), m.Ref)
 	case *ipc.Ping:
 		s.reply(&ipc.Pong{Ref: m.Ref})
 	case *ipc.VoiceRequest:
 		s.voice(m.Ref)
 	case *ipc.StopVoice:
-		s.core.StopVoice()
+		s.core.StopVoiceIn(s.Conversation())
 	case *ipc.VoiceToolCall:
 		s.voiceTool(m)
 	case *ipc.Cancel:
@@ -385,17 +380,13 @@ const voiceTimeout = 30 * time.Second
 // to this client only, with the request's ref (also on the error); Close
 // cancels it.
 func (s *Session) voice(ref string) {
-	if c := s.Conversation(); c != hearth.MainConversation {
-		// Voice talks in main (DESIGN.md "Conversations"): its turns
-		// would not reach a client on another conversation.
-		s.reply(&ipc.Error{Code: ipc.CodeUnavailable, Ref: ref,
-			Message: fmt.Sprintf("voice talks in the main conversation; this client is on %q (resume main first)", c)})
-		return
-	}
+	// The session talks in the conversation this client follows (its
+	// transcripts, stop and tool calls go there too).
+	conv := s.Conversation()
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, voiceTimeout)
 		defer cancel()
-		cred, err := s.core.RequestVoice(ctx)
+		cred, err := s.core.RequestVoiceIn(ctx, conv)
 		if err != nil {
 			s.refuse(err, ref)
 			return
@@ -412,7 +403,7 @@ func (s *Session) voice(ref string) {
 // client that would send the output is gone. The core bounds the call
 // (its tool and confirmation timeouts).
 func (s *Session) voiceTool(m *ipc.VoiceToolCall) {
-	call := hearth.VoiceToolCall{CallID: m.CallID, Name: m.Name, Arguments: m.Arguments, Ref: m.Ref}
+	call := hearth.VoiceToolCall{CallID: m.CallID, Name: m.Name, Arguments: m.Arguments, Ref: m.Ref, Conversation: s.Conversation()}
 	s.wg.Go(func() {
 		res, err := s.core.RunVoiceTool(s.ctx, call)
 		if err != nil {
