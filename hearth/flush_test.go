@@ -250,7 +250,10 @@ func TestFlushBeforeTrim(t *testing.T) {
 	for _, m := range reqs[len(reqs)-1].Messages {
 		shown.WriteString(m.Content + "\n")
 	}
-	if strings.Contains(shown.String(), "Earlier in this conversation (summary)") || strings.Contains(shown.String(), "message 000 ") {
+	// The flush pass may already have summarised the live records again
+	// (a new summary, made without the forgotten record): only the old
+	// summary and the record itself must be gone.
+	if strings.Contains(shown.String(), "Summary 1:") || strings.Contains(shown.String(), "message 000 ") {
 		t.Errorf("after the forget the window still shows the summary or the record:\n%s", shown.String())
 	}
 }
