@@ -172,9 +172,8 @@ func (v *Vault) CommitOwnerEdits(ctx context.Context) (res Result, malformed []e
 		}
 	}
 	fmt.Fprintf(&b, "\nAuthor: %s\n", AuthorOwner)
-	paths := append(slices.Clone(res.Paths), LedgerFile)
 	var cerr error
-	res.Commit, cerr = v.git.commit(ctx, v.dir, paths, b.String(), AuthorOwner)
+	res.Commit, cerr = v.commit(ctx, res.Paths, b.String(), AuthorOwner)
 	now := v.now().UTC()
 	entries := make([]Entry, 0, len(edits))
 	for _, e := range edits {
@@ -192,7 +191,7 @@ func (v *Vault) CommitOwnerEdits(ctx context.Context) (res Result, malformed []e
 		}
 		entries = append(entries, le)
 	}
-	if err := appendLedger(v.dir, entries...); err != nil {
+	if err := appendLedger(v.dir, now, entries...); err != nil {
 		return res, malformed, errors.Join(err, cerr)
 	}
 	return res, malformed, cerr
