@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/oklog/ulid/v2"
 )
 
@@ -68,6 +69,11 @@ type Vault struct {
 	// ledgerGit is, per ledger file, its size when git last took it
 	// (ledger.go); nil until the first commit.
 	ledgerGit map[string]int64
+	// beforeRead, in tests, is called before each object a history
+	// read (ReadAt, History, OwnerEdits) reads (gitread.go).
+	beforeRead func(plumbing.Hash)
+	// packsMax, in tests, replaces PackMergeThreshold (pack.go).
+	packsMax int
 	// crash, in tests, stops a write at a stage as a crash would
 	// (see pending.go): true leaves the write where it is.
 	crash func(stage string) bool

@@ -154,7 +154,7 @@ func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*V
 // A file the owner wrote at a default's path is theirs, for the owner-edit
 // check.
 func uncommittedLayout(dir string, defaults fs.FS) ([]string, error) {
-	repo, err := memory.OpenRepository(dir)
+	repo, err := openRepository(dir, nil)
 	if err != nil {
 		return nil, fmt.Errorf("vault %s: %w", dir, err)
 	}

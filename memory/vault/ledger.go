@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-
-	"github.com/mnemo/mnemo/memory"
 )
 
 // The ledger is split by month, audit/ledger/YYYY-MM.jsonl (UTC), so that
@@ -271,7 +269,7 @@ func (v *Vault) commit(ctx context.Context, paths []string, message, author stri
 // Any error leaves a file out (committed once more, harmlessly).
 func ledgerInHead(dir string, files []string) map[string]int64 {
 	out := make(map[string]int64)
-	repo, err := memory.OpenRepository(dir)
+	repo, err := openRepository(dir, nil)
 	if err != nil {
 		return out
 	}

@@ -13,8 +13,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-
-	"github.com/mnemo/mnemo/memory"
 )
 
 // OpEdit is the ledger's op for a change the owner made in an editor.
@@ -36,7 +34,7 @@ type Edit struct {
 // (an editor's swap file, Apply's temporary files) are not the owner's
 // text and are left out.
 func (v *Vault) OwnerEdits(ctx context.Context) ([]Edit, error) {
-	repo, err := memory.OpenRepository(v.dir)
+	repo, err := openRepository(v.dir, v.beforeRead)
 	if err != nil {
 		return nil, fmt.Errorf("owner edits: %w", err)
 	}
