@@ -150,7 +150,8 @@ func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*V
 
 // uncommittedLayout returns the files of the layout in the memory root dir
 // that HEAD's tree lacks although they are on disk as Ensure writes them:
-// a default with the default's bytes, and the ledger (hearth's own file).
+// a default with the default's bytes (the ledger's files are taken in by
+// every commit that follows their change).
 // A file the owner wrote at a default's path is theirs, for the owner-edit
 // check.
 func uncommittedLayout(dir string, defaults fs.FS) ([]string, error) {

@@ -1,55 +1,120 @@
 package vault
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// TestMaintainMergesPacks: past the merge threshold every pack is merged
-// into one; every commit and file stays readable, git finds the
-// repository whole, and writes and packing go on after it.
+// TestMaintainMergesPacks: past the merge threshold the packs are merged
+// into one, beside a pack bigger than all the others together (left as it
+// is); every commit and file stays readable, git finds the repository
+// whole, and writes and packing go on after it.
 func TestMaintainMergesPacks(t *testing.T) {
-	dir := newRoot(t)
-	v := New(dir, nil)
-	v.packsMax = 3
-	gitDir := filepath.Join(dir, ".git")
-	for round := range 4 {
-		applyN(t, v, 2*round, 2)
-		m, err := v.Maintain(t.Context(), 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		packs, err := listPacks(gitDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if round < 3 {
-			if m.Merged != 0 || len(packs) != round+1 {
-				t.Fatalf("round %d: %d packs, merged %d; want %d, none merged", round, len(packs), m.Merged, round+1)
+	for _, tc := range []struct {
+		name       string
+		firstNotes int // notes written before the first pack; then 2 a pack
+		kept       bool
+	}{
+		{name: "packs alike", firstNotes: 2},
+		{name: "one pack holding most", firstNotes: 60, kept: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := newRoot(t)
+			v := New(dir, nil)
+			v.packsMax = 3
+			gitDir := filepath.Join(dir, ".git")
+			next := 0
+			var before []plumbing.Hash
+			for round := range 4 {
+				n := 2
+				if round == 0 {
+					n = tc.firstNotes
+				}
+				applyN(t, v, next, n)
+				next += n
+				m, err := v.Maintain(t.Context(), 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				packs, err := listPacks(gitDir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if round < 3 {
+					if m.Merged != 0 || len(packs) != round+1 {
+						t.Fatalf("round %d: %d packs, merged %d; want %d, none merged", round, len(packs), m.Merged, round+1)
+					}
+					before = packs
+					continue
+				}
+				want, wantPacks := 4, 1
+				if tc.kept {
+					want, wantPacks = 3, 2
+				}
+				if m.Merged != want || m.MergedPack == "" || len(packs) != wantPacks || !slices.Contains(packs, plumbing.NewHash(strings.TrimSuffix(strings.TrimPrefix(m.MergedPack, "pack-"), ".pack"))) {
+					t.Fatalf("past the threshold: %+v, packs %v; want %d merged, %d packs left", m, packs, want, wantPacks)
+				}
+				if tc.kept && !slices.ContainsFunc(before, func(h plumbing.Hash) bool { return slices.Contains(packs, h) }) {
+					t.Errorf("the biggest pack was merged: before %v, after %v", before, packs)
+				}
 			}
-			continue
-		}
-		if m.Merged != 4 || m.MergedPack == "" || len(packs) != 1 || "pack-"+packs[0].String()+".pack" != m.MergedPack {
-			t.Fatalf("past the threshold: %+v, packs %v; want 4 merged into the one left", m, packs)
-		}
+			commits := readAll(t, dir)
+			if commits < next {
+				t.Errorf("%d commits readable, want %d or more", commits, next)
+			}
+			if _, err := exec.LookPath("git"); err == nil {
+				gitRunner(t, dir)("fsck", "--strict")
+			}
+			applyN(t, v, next, 2)
+			if _, err := v.Maintain(t.Context(), 1); err != nil {
+				t.Fatal(err)
+			}
+			if got := readAll(t, dir); got != commits+2 {
+				t.Errorf("%d commits readable after more writes, want %d", got, commits+2)
+			}
+		})
 	}
-	commits := readAll(t, dir)
-	if commits < 9 {
-		t.Errorf("%d commits readable", commits)
-	}
-	if _, err := exec.LookPath("git"); err == nil {
-		gitRunner(t, dir)("fsck", "--strict")
-	}
-	applyN(t, v, 8, 2)
-	if _, err := v.Maintain(t.Context(), 1); err != nil {
-		t.Fatal(err)
-	}
-	if got := readAll(t, dir); got != commits+2 {
-		t.Errorf("%d commits readable after more writes, want %d", got, commits+2)
+}
+
+func TestWithoutDominant(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sizes []int
+		want  []int // indexes of the packs left to merge
+	}{
+		{"alike", []int{10, 10, 10}, []int{0, 1, 2}},
+		{"one holds most", []int{5, 100, 10, 20}, []int{0, 2, 3}},
+		{"one holds half", []int{30, 10, 20}, []int{0, 1, 2}},
+		{"one pack", []int{7}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gitDir := t.TempDir()
+			packDir := filepath.Join(gitDir, "objects", "pack")
+			if err := os.MkdirAll(packDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			var packs, want []plumbing.Hash
+			for i, n := range tc.sizes {
+				h := plumbing.ComputeHash(plumbing.BlobObject, []byte{byte(i)})
+				if err := os.WriteFile(filepath.Join(packDir, "pack-"+h.String()+".pack"), make([]byte, n), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				packs = append(packs, h)
+			}
+			for _, i := range tc.want {
+				want = append(want, packs[i])
+			}
+			if got := withoutDominant(gitDir, packs); !slices.Equal(got, want) {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
 	}
 }
 
@@ -58,15 +123,17 @@ func TestMaintainMergesPacks(t *testing.T) {
 // an object that moved, finds it (gitread.go). Maintain runs from a hook
 // between two of the reader's object reads: once the reader has looked in
 // the packs, and before it reads an object that is loose (packed and
-// removed by Maintain), or packed (its pack merged and removed).
+// removed by Maintain), or in a pack that Maintain merges and removes
+// (any but the first, which holds most of the bytes and stays).
 func TestHistoryDuringMaintain(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		packsMax int  // 0: no merge
 		atLoose  bool // Maintain before a loose object's read, else a packed one's
+		merged   int  // packs Maintain merges at least (the first may stay)
 	}{
 		{name: "loose objects packed", atLoose: true},
-		{name: "packs merged", packsMax: 1},
+		{name: "packs merged", packsMax: 2, merged: 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := newRoot(t)
@@ -75,12 +142,27 @@ func TestHistoryDuringMaintain(t *testing.T) {
 			if _, err := v.Apply(t.Context(), p); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := v.Maintain(t.Context(), 1); err != nil {
-				t.Fatal(err)
-			}
-			for i := range 3 {
-				if _, err := v.Apply(t.Context(), projectProposal(t, "knowledge/people/p"+string(rune('a'+i))+".md")); err != nil {
+			var first map[plumbing.Hash]bool // the first pack's objects
+			for round := range 3 {
+				m, err := v.Maintain(t.Context(), 1)
+				if err != nil {
 					t.Fatal(err)
+				}
+				if round == 0 {
+					ids, err := packObjectIDs(filepath.Join(dir, ".git", "objects", "pack", strings.TrimSuffix(m.Pack, ".pack")+".idx"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					first = make(map[plumbing.Hash]bool)
+					for _, h := range ids {
+						first[h] = true
+					}
+				}
+				for i := range 3 {
+					name := fmt.Sprintf("knowledge/people/p%d-%d.md", round, i)
+					if _, err := v.Apply(t.Context(), projectProposal(t, name)); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			v.packsMax = tc.packsMax
@@ -96,7 +178,7 @@ func TestHistoryDuringMaintain(t *testing.T) {
 					return
 				}
 				loose := isLoose(h)
-				if !sawPacked || loose != tc.atLoose {
+				if !sawPacked || loose != tc.atLoose || first[h] {
 					sawPacked = sawPacked || !loose
 					return
 				}
@@ -110,7 +192,7 @@ func TestHistoryDuringMaintain(t *testing.T) {
 			if err != nil {
 				t.Fatalf("History: %v", err)
 			}
-			if !fired || m.Pack == "" || (tc.packsMax > 0) != (m.Merged > 0) {
+			if !fired || m.Pack == "" || (tc.merged == 0) != (m.Merged == 0) || m.Merged < tc.merged {
 				t.Fatalf("Maintain did not run between the reader's reads as meant: fired %v, %+v", fired, m)
 			}
 			if len(changes) != 1 || changes[0].Commit == "" {

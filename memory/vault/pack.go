@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -116,7 +117,9 @@ func (v *Vault) Maintain(ctx context.Context, threshold int) (Maintenance, error
 // mergePacks merges the repository's packs into one when there are more
 // than PackMergeThreshold: every object of theirs written into a new
 // pack, which with its index is fsync'd and listed before any old pack
-// goes. An old pack is removed .pack first, then .idx (go-git lists packs
+// goes. A pack bigger than all the others together is left as it is, the
+// others merged beside it, so that a merge costs what was added since
+// rather than the whole history again. An old pack is removed .pack first, then .idx (go-git lists packs
 // by their .pack, and fails on one whose .idx is missing), under the
 // vault's lock, so that no commit loses a pack it is reading; readers
 // (gitread.go) look again in the packs as they are. A crash leaves every
@@ -133,6 +136,9 @@ func (v *Vault) mergePacks(ctx context.Context, gitDir string, m *Maintenance) e
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if packs = withoutDominant(gitDir, packs); len(packs) < 2 {
+		return nil
 	}
 	start := time.Now()
 	var hs []plumbing.Hash
@@ -189,6 +195,27 @@ func listPacks(gitDir string) ([]plumbing.Hash, error) {
 		out = append(out, plumbing.NewHash(hx))
 	}
 	return out, nil
+}
+
+// withoutDominant returns packs without the biggest when its .pack is
+// bigger than all the others' together.
+func withoutDominant(gitDir string, packs []plumbing.Hash) []plumbing.Hash {
+	var total, biggest int64
+	at := -1
+	for i, p := range packs {
+		st, err := os.Stat(filepath.Join(gitDir, "objects", "pack", "pack-"+p.String()+".pack"))
+		if err != nil {
+			return packs
+		}
+		total += st.Size()
+		if st.Size() > biggest {
+			biggest, at = st.Size(), i
+		}
+	}
+	if at < 0 || biggest <= total-biggest {
+		return packs
+	}
+	return slices.Delete(slices.Clone(packs), at, at+1)
 }
 
 // packObjectIDs returns the ids of the objects of the pack index at path.

@@ -206,6 +206,17 @@ func TestPackGrowth(t *testing.T) {
 			loose, packed := repoBytes(t, dir)
 			t.Logf("%d writes: loose %d KB, packed %d KB (%d packs, %v in all, longest %v); ledger %d KB; CPU a write %v",
 				n, loose>>10, packed>>10, packs, took, longest, ledgerSize(dir)>>10, writeCPU/time.Duration(n))
+			if !pack {
+				return
+			}
+			// Then every pack merged into one, as past PackMergeThreshold.
+			v.packsMax = 1
+			m, err := v.Maintain(t.Context(), 1<<30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, packed = repoBytes(t, dir)
+			t.Logf("merged %d packs in %v: %d KB", m.Merged, m.MergeTook, packed>>10)
 		})
 	}
 }
