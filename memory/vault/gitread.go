@@ -81,6 +81,17 @@ func (s *rescanStorage) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 	return n, err
 }
 
+// HashesWithPrefix (an abbreviated hash's objects) lists the packs again
+// when it finds none.
+func (s *rescanStorage) HashesWithPrefix(prefix []byte) ([]plumbing.Hash, error) {
+	hs, err := s.Storage.HashesWithPrefix(prefix)
+	if err == nil && len(hs) == 0 {
+		s.Reindex()
+		hs, err = s.Storage.HashesWithPrefix(prefix)
+	}
+	return hs, err
+}
+
 // read reads the object h, whole.
 func (s *rescanStorage) read(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
 	obj, err := s.Storage.EncodedObject(t, h)

@@ -8,8 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // TestMaintainMergesPacks: past the merge threshold the packs are merged
@@ -204,6 +206,65 @@ func TestHistoryDuringMaintain(t *testing.T) {
 			}
 			if _, err := exec.LookPath("git"); err == nil {
 				gitRunner(t, dir)("fsck", "--strict")
+			}
+		})
+	}
+}
+
+// TestRescanStorage: a repository opened, and its packs listed, before
+// Maintain packed a loose object still finds it by each lookup (go-git's
+// storage alone: not found).
+func TestRescanStorage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		lookup func(s storer.EncodedObjectStorer, h plumbing.Hash) error
+	}{
+		{"EncodedObject", func(s storer.EncodedObjectStorer, h plumbing.Hash) error {
+			_, err := s.EncodedObject(plumbing.AnyObject, h)
+			return err
+		}},
+		{"HasEncodedObject", func(s storer.EncodedObjectStorer, h plumbing.Hash) error {
+			return s.HasEncodedObject(h)
+		}},
+		{"EncodedObjectSize", func(s storer.EncodedObjectStorer, h plumbing.Hash) error {
+			_, err := s.EncodedObjectSize(h)
+			return err
+		}},
+		{"HashesWithPrefix", func(s storer.EncodedObjectStorer, h plumbing.Hash) error {
+			hs, err := s.(interface {
+				HashesWithPrefix([]byte) ([]plumbing.Hash, error)
+			}).HashesWithPrefix(h[:4])
+			if err == nil && !slices.Contains(hs, h) {
+				err = plumbing.ErrObjectNotFound
+			}
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := newRoot(t)
+			v := New(dir, nil)
+			applyN(t, v, 0, 1)
+			if _, err := v.Maintain(t.Context(), 1); err != nil {
+				t.Fatal(err)
+			}
+			applyN(t, v, 1, 1)
+			loose, _, err := looseObjects(filepath.Join(dir, ".git"), time.Time{})
+			if err != nil || len(loose) == 0 {
+				t.Fatalf("no loose object to move: %v", err)
+			}
+			repo, err := openRepository(dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The packs listed: a lookup that finds nothing loose.
+			if err := repo.Storer.HasEncodedObject(plumbing.ComputeHash(plumbing.BlobObject, []byte("none"))); err == nil {
+				t.Fatal("found an object never written")
+			}
+			if _, err := v.Maintain(t.Context(), 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.lookup(repo.Storer, loose[0]); err != nil {
+				t.Errorf("%s after Maintain packed it: %v", loose[0], err)
 			}
 		})
 	}
