@@ -45,9 +45,17 @@ type Entry struct {
 	CommitErr string `json:"commit_error,omitempty"`
 }
 
-// ledgerMonth is the name of the ledger file of the month of t.
+// ledgerMonth is the name of the ledger file of the month of t; a clock
+// beyond the year 9999 (or before 1) counts as its last (or first) month,
+// so that the name is always one LedgerFiles reads.
 func ledgerMonth(t time.Time) string {
-	return t.UTC().Format("2006-01") + ".jsonl"
+	t = t.UTC()
+	if t.Year() > 9999 {
+		t = time.Date(9999, 12, 1, 0, 0, 0, 0, time.UTC)
+	} else if t.Year() < 1 {
+		t = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return t.Format("2006-01") + ".jsonl"
 }
 
 // isLedgerMonth reports whether name is a month's ledger file name.

@@ -224,3 +224,27 @@ func TestLedgerOldMonthNotRestaged(t *testing.T) {
 		t.Errorf("a new vault does not know git holds January: %v", v2.ledgerGit)
 	}
 }
+
+// TestLedgerMonthName: whatever the clock says, a line's file is one
+// LedgerFiles reads.
+func TestLedgerMonthName(t *testing.T) {
+	for _, tc := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Date(2026, 2, 28, 23, 59, 59, 0, time.UTC), "2026-02.jsonl"},
+		{time.Date(2026, 3, 1, 0, 30, 0, 0, time.FixedZone("CET", 3600)), "2026-02.jsonl"}, // UTC months
+		{time.Date(12026, 1, 1, 0, 0, 0, 0, time.UTC), "9999-12.jsonl"},
+		{time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC), "0001-01.jsonl"},
+	} {
+		got := ledgerMonth(tc.at)
+		if got != tc.want || !isLedgerMonth(got) || !isLedgerPath(LedgerDir+"/"+got) {
+			t.Errorf("ledgerMonth(%v) = %q (a ledger file: %v), want %q", tc.at, got, isLedgerMonth(got), tc.want)
+		}
+	}
+	for _, name := range []string{"2026-13.jsonl", "2026-1.jsonl", "notes.jsonl", "2026-01.json", "2026-01.jsonl.tmp"} {
+		if isLedgerMonth(name) {
+			t.Errorf("%q taken for a month's file", name)
+		}
+	}
+}
