@@ -44,7 +44,8 @@ type Vault interface {
 	// History lists the changes to a file, newest first.
 	History(ctx context.Context, path string, limit int) ([]vault.Change, error)
 	// Maintain keeps the repository small: it packs the loose objects
-	// once there are threshold or more (0: the vault's default).
+	// once there are threshold or more (0: the vault's default), and
+	// merges the packs into one past vault.PackMergeThreshold.
 	Maintain(ctx context.Context, threshold int) (vault.Maintenance, error)
 	// Purge empties a layer (a directory of the vault), ledgered and
 	// committed.

@@ -138,7 +138,7 @@ func TestVaultOwnerWriteRefused(t *testing.T) {
 		{"edit of a missing note", hearth.VaultWrite{Op: hearth.VaultOpEdit, Path: "knowledge/y.md", Patch: &vault.Patch{Confirmed: true}}},
 		{"empty edit", hearth.VaultWrite{Op: hearth.VaultOpEdit, Path: path, Patch: &vault.Patch{}}},
 		{"journal", hearth.VaultWrite{Op: hearth.VaultOpWrite, Path: "threads/x.jsonl", Content: "x"}},
-		{"ledger", hearth.VaultWrite{Op: hearth.VaultOpWrite, Path: "audit/ledger.jsonl", Content: "x"}},
+		{"ledger", hearth.VaultWrite{Op: hearth.VaultOpWrite, Path: "audit/ledger/2026-01.jsonl", Content: "x"}},
 		{"unknown op", hearth.VaultWrite{Op: "frob", Path: path}},
 	} {
 		if out, err := h.VaultWrite(ctx, tc.w); !isCode(err, hearth.CodeBadRequest) {

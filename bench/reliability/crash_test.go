@@ -23,6 +23,7 @@ import (
 	"github.com/mnemo/mnemo/hearth/hearthtest"
 	"github.com/mnemo/mnemo/hearth/llm/llmtest"
 	"github.com/mnemo/mnemo/ipc"
+	"github.com/mnemo/mnemo/memory/vault"
 )
 
 // TestCrashLoop starts the real hearth on one memory root again and again,
@@ -454,18 +455,22 @@ func (l *ledger) checkGit(t *testing.T, root string, full bool) {
 		t.Errorf("git status: %v\n%s", err, out)
 	}
 	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		if line != "" && line != " M "+ledgerPath && line != "?? threads/" {
+		if line != "" && !isLedgerStatus(line) && line != "?? threads/" {
 			log, _ := git("log", "--stat", "-3", "--", strings.TrimSpace(line[2:])).CombinedOutput()
 			t.Errorf("git status: %q (the vault left a change uncommitted); its commits:\n%s", line, log)
 		}
 	}
-	committed, err := git("show", "HEAD:"+ledgerPath).Output()
-	if err != nil {
-		t.Errorf("git show HEAD:%s: %v", ledgerPath, err)
+	ledger, err := vault.LedgerFiles(root)
+	if err != nil || len(ledger) == 0 {
+		t.Errorf("the ledger's files: %v %v", ledger, err)
 	}
-	onDisk, err := os.ReadFile(filepath.Join(root, ledgerPath))
-	if err != nil || !bytes.HasPrefix(onDisk, committed) {
-		t.Errorf("the ledger on disk does not extend the committed one (%v)", err)
+	for _, p := range ledger {
+		// A month's file new since the last commit is not in HEAD yet.
+		committed, _ := git("show", "HEAD:"+p).Output()
+		onDisk, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
+		if err != nil || !bytes.HasPrefix(onDisk, committed) {
+			t.Errorf("the ledger's %s on disk does not extend the committed one (%v)", p, err)
+		}
 	}
 
 	l.mu.Lock()
@@ -524,8 +529,19 @@ func verifyObjects(ctx context.Context, root, revs string) error {
 	return nil
 }
 
-// ledgerPath is the vault's audit ledger in the memory root.
-const ledgerPath = "audit/ledger.jsonl"
+// isLedgerStatus reports whether a line of git status --porcelain is
+// the vault's ledger (audit/ledger/YYYY-MM.jsonl, or audit/ledger.jsonl
+// from before the split): changed, or a month's file not yet committed.
+func isLedgerStatus(line string) bool {
+	p := line[min(3, len(line)):]
+	switch {
+	case strings.HasPrefix(line, " M "):
+		return p == vault.LegacyLedgerFile || strings.HasPrefix(p, vault.LedgerDir+"/")
+	case strings.HasPrefix(line, "?? "):
+		return p == "audit/" || p == vault.LedgerDir+"/" || strings.HasPrefix(p, vault.LedgerDir+"/")
+	}
+	return false
+}
 
 func hasHit(hits []ipc.SearchHit, id string) bool {
 	for _, h := range hits {

@@ -38,7 +38,7 @@ const memoryUsage = `usage: mnemo memory COMMAND
                     threads (the whole conversation: needs --confirm)
   export [PATH]     hearth writes an archive of the memory root on its own
                     machine (default: under the root's artifacts/exports/)
-  Writes are yours: ledgered in audit/ledger.jsonl and committed.`
+  Writes are yours: ledgered in audit/ledger/ (a file a month) and committed.`
 
 // memoryReq is a parsed mnemo memory command: the request to send (its
 // Ref is set when sent) and, for write and approve --file, where the

@@ -17,7 +17,7 @@ var known = map[string]string{
 	"knowledge":        "what the companion knows about you: Markdown notes with YAML front matter (see knowledge/README.md)",
 	"summaries":        "summaries of threads, days and weeks, in Markdown",
 	"inbox":            "proposed changes to the memory waiting for your decision (inbox/proposals/*.json) and open questions",
-	"audit":            "audit/ledger.jsonl: one JSON line per change to the memory, with who, why and from what",
+	"audit":            "audit/ledger/YYYY-MM.jsonl (and audit/ledger.jsonl from before): one JSON line per change to the memory, with who, why and from what",
 	"config":           "configuration, such as config/memory.policy.yml (what the companion may change on its own)",
 	"prompts":          "the prompts of background jobs, in Markdown",
 	"artifacts":        "files the companion made or kept",

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/oklog/ulid/v2"
 )
 
@@ -65,6 +66,14 @@ type Vault struct {
 	mu  sync.Mutex
 	// packMu keeps Maintain to one at a time (pack.go).
 	packMu sync.Mutex
+	// ledgerGit is, per ledger file, its size when git last took it
+	// (ledger.go); nil until the first commit.
+	ledgerGit map[string]int64
+	// beforeRead, in tests, is called before each object a history
+	// read (ReadAt, History, OwnerEdits) reads (gitread.go).
+	beforeRead func(plumbing.Hash)
+	// packsMax, in tests, replaces PackMergeThreshold (pack.go).
+	packsMax int
 	// crash, in tests, stops a write at a stage as a crash would
 	// (see pending.go): true leaves the write where it is.
 	crash func(stage string) bool
@@ -161,10 +170,9 @@ func (v *Vault) Apply(ctx context.Context, p *Proposal) (Result, error) {
 	if isQueued {
 		paths = append(paths, proposalPath(p.ID))
 	}
-	// The ledger is committed too: the lines of earlier writes (this
-	// write's line names this commit, so it is written after it and is
-	// taken in by the next).
-	paths = append(paths, LedgerFile)
+	// The ledger is committed too: the lines of earlier writes (v.commit
+	// takes in every ledger file git lacks, whatever the record names).
+	paths = append(paths, v.ledgerPath())
 	// The commit is pending before any file changes: a crash from here
 	// on leaves a record that CommitPending commits as p's.
 	pend := &pending{Paths: paths, Message: commitMessage(p), Author: p.Author, Entries: entries}

@@ -108,7 +108,7 @@ func TestApplyCreateUpdateDeprecateDelete(t *testing.T) {
 		t.Errorf("hashes: %+v", entries)
 	}
 	// The ledger reaches git with the next commit.
-	if !strings.Contains(headFile(t, dir, LedgerFile), entries[2].Commit) {
+	if !strings.Contains(headLedger(t, dir), entries[2].Commit) {
 		t.Error("ledger not committed")
 	}
 }

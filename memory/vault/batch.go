@@ -84,7 +84,7 @@ func (v *Vault) ApplyBatch(ctx context.Context, ps []*Proposal, subject string) 
 		files = append(files, f)
 	}
 	paths = append(paths, dequeue...)
-	paths = append(paths, LedgerFile)
+	paths = append(paths, v.ledgerPath())
 	pend := &pending{Paths: paths, Message: batchMessage(ps, subject), Author: author, Entries: entries,
 		Batch: files, Dequeue: dequeue}
 	if err := savePending(v.dir, pend); err != nil {

@@ -5,7 +5,7 @@
 //
 // Every durable write goes through Apply: the file is written atomically,
 // committed with a message naming its proposal and reason, and recorded in
-// audit/ledger.jsonl. What the agent proposes is governed by Decide under
+// audit/ledger/. What the agent proposes is governed by Decide under
 // the policy in config/memory.policy.yml.
 package vault
 
@@ -32,13 +32,16 @@ const (
 	// Paths relative to the memory root, slash-separated.
 	InvariantsFile = "invariants.md"
 	PolicyFile     = "config/memory.policy.yml"
-	LedgerFile     = "audit/ledger.jsonl"
-	ProposalsDir   = "inbox/proposals"
-	QuestionsDir   = "inbox/questions"
-	KnowledgeDir   = "knowledge"
-	SummariesDir   = "summaries"
-	ContinuityFile = "continuity.json"
-	AgentFile      = "AGENT.md"
+	// LedgerDir holds the ledger, a file a month (ledger.go);
+	// LegacyLedgerFile is the ledger from before the split, read first.
+	LedgerDir        = "audit/ledger"
+	LegacyLedgerFile = "audit/ledger.jsonl"
+	ProposalsDir     = "inbox/proposals"
+	QuestionsDir     = "inbox/questions"
+	KnowledgeDir     = "knowledge"
+	SummariesDir     = "summaries"
+	ContinuityFile   = "continuity.json"
+	AgentFile        = "AGENT.md"
 	// ToolCatalogFile is the tool catalog hearth generates from its
 	// registry: readable and searchable, but never injected as something
 	// the companion knows (the model has the tools' definitions already).
@@ -85,13 +88,6 @@ func Ensure(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (
 		if err != nil {
 			return created, fmt.Errorf("vault %s: copy defaults: %w", dir, err)
 		}
-	}
-	ok, err := memory.CreateNew(root, filepath.FromSlash(LedgerFile), nil)
-	if err != nil {
-		return created, fmt.Errorf("vault %s: %w", dir, err)
-	}
-	if ok {
-		created = append(created, LedgerFile)
 	}
 	return created, nil
 }
@@ -154,11 +150,12 @@ func Open(ctx context.Context, dir string, defaults fs.FS, log *slog.Logger) (*V
 
 // uncommittedLayout returns the files of the layout in the memory root dir
 // that HEAD's tree lacks although they are on disk as Ensure writes them:
-// a default with the default's bytes, and the ledger (hearth's own file).
+// a default with the default's bytes (the ledger's files are taken in by
+// every commit that follows their change).
 // A file the owner wrote at a default's path is theirs, for the owner-edit
 // check.
 func uncommittedLayout(dir string, defaults fs.FS) ([]string, error) {
-	repo, err := memory.OpenRepository(dir)
+	repo, err := openRepository(dir, nil)
 	if err != nil {
 		return nil, fmt.Errorf("vault %s: %w", dir, err)
 	}
@@ -214,13 +211,6 @@ func uncommittedLayout(dir string, defaults fs.FS) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("vault %s: %w", dir, err)
 		}
-	}
-	in, err := inHead(LedgerFile)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := onDisk(LedgerFile); ok && !in {
-		left = append(left, LedgerFile)
 	}
 	return left, nil
 }

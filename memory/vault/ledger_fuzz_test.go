@@ -35,7 +35,8 @@ func FuzzReadLedger(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
-		path := filepath.Join(dir, filepath.FromSlash(LedgerFile))
+		// The month's file the append below goes to.
+		path := filepath.Join(dir, filepath.FromSlash(LedgerDir), "2026-02.jsonl")
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +62,7 @@ func FuzzReadLedger(f *testing.F) {
 			}
 		}
 		next := Entry{TS: time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC), Op: OpUpdate, Path: "knowledge/b.md", Author: "owner", Reason: "after"}
-		if err := appendLedger(dir, next); err != nil {
+		if err := appendLedger(dir, next.TS, next); err != nil {
 			t.Fatalf("appendLedger: %v", err)
 		}
 		after, _, err := ReadLedger(dir)

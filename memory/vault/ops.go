@@ -16,8 +16,6 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-
-	"github.com/mnemo/mnemo/memory"
 )
 
 // ErrNotFound is wrapped by ReadAt's error when the file, or the version
@@ -62,7 +60,7 @@ func (v *Vault) ReadAt(ctx context.Context, p, rev string) ([]byte, string, erro
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
-	repo, err := memory.OpenRepository(v.dir)
+	repo, err := openRepository(v.dir, v.beforeRead)
 	if err != nil {
 		return nil, "", fmt.Errorf("read %s at %s: %w", p, rev, err)
 	}
@@ -229,7 +227,7 @@ func (v *Vault) History(ctx context.Context, p string, limit int) ([]Change, err
 			byCommit[e.Commit] = append(byCommit[e.Commit], e)
 		}
 	}
-	repo, err := memory.OpenRepository(v.dir)
+	repo, err := openRepository(v.dir, v.beforeRead)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", p, err)
 	}

@@ -13,8 +13,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-
-	"github.com/mnemo/mnemo/memory"
 )
 
 // OpEdit is the ledger's op for a change the owner made in an editor.
@@ -36,7 +34,7 @@ type Edit struct {
 // (an editor's swap file, Apply's temporary files) are not the owner's
 // text and are left out.
 func (v *Vault) OwnerEdits(ctx context.Context) ([]Edit, error) {
-	repo, err := memory.OpenRepository(v.dir)
+	repo, err := openRepository(v.dir, v.beforeRead)
 	if err != nil {
 		return nil, fmt.Errorf("owner edits: %w", err)
 	}
@@ -172,9 +170,8 @@ func (v *Vault) CommitOwnerEdits(ctx context.Context) (res Result, malformed []e
 		}
 	}
 	fmt.Fprintf(&b, "\nAuthor: %s\n", AuthorOwner)
-	paths := append(slices.Clone(res.Paths), LedgerFile)
 	var cerr error
-	res.Commit, cerr = v.git.commit(ctx, v.dir, paths, b.String(), AuthorOwner)
+	res.Commit, cerr = v.commit(ctx, res.Paths, b.String(), AuthorOwner)
 	now := v.now().UTC()
 	entries := make([]Entry, 0, len(edits))
 	for _, e := range edits {
@@ -192,7 +189,7 @@ func (v *Vault) CommitOwnerEdits(ctx context.Context) (res Result, malformed []e
 		}
 		entries = append(entries, le)
 	}
-	if err := appendLedger(v.dir, entries...); err != nil {
+	if err := appendLedger(v.dir, now, entries...); err != nil {
 		return res, malformed, errors.Join(err, cerr)
 	}
 	return res, malformed, cerr

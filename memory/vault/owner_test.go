@@ -24,7 +24,7 @@ func TestCommitOwnerEdits(t *testing.T) {
 	if _, err := v.Apply(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Commit(t.Context(), dir, []string{LedgerFile}, "ledger", AuthorOwner); err != nil {
+	if _, err := Commit(t.Context(), dir, ledgerFiles(t, dir), "ledger", AuthorOwner); err != nil {
 		t.Fatal(err)
 	}
 	if edits, err := v.OwnerEdits(t.Context()); err != nil {

@@ -5,14 +5,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
@@ -30,6 +33,11 @@ import (
 // them (a vault write makes five to eight).
 const PackThreshold = 1000
 
+// PackMergeThreshold is the number of packs beyond which Maintain merges
+// them into one: each object lookup searches every pack's index, and a
+// pass a day for years would leave thousands.
+const PackMergeThreshold = 20
+
 // staleTemp is the age from which a temporary object file (tmp_obj_*, a
 // write a crash cut short) is removed: no write takes that long.
 const staleTemp = time.Hour
@@ -45,6 +53,9 @@ type Maintenance struct {
 	Pack       string        // the packfile written, "" when none
 	StaleTemps int           // stale temporary object files removed
 	Took       time.Duration // how long packing took
+	Merged     int           // packs merged into one (MergedPack)
+	MergedPack string        // the pack they were merged into, "" when none
+	MergeTook  time.Duration // how long merging took
 }
 
 // Maintain keeps the vault's repository small: temporary object files
@@ -81,27 +92,178 @@ func (v *Vault) Maintain(ctx context.Context, threshold int) (Maintenance, error
 		v.log.Info("vault: removed stale temporary object files", "count", m.StaleTemps)
 	}
 	m.Loose = len(loose)
-	if len(loose) < threshold {
-		return m, nil
+	if len(loose) >= threshold {
+		if err := ctx.Err(); err != nil {
+			return m, err
+		}
+		start := time.Now()
+		name, err := packObjects(gitDir, v.dir, loose)
+		if err != nil {
+			return m, fmt.Errorf("pack loose objects: %w", err)
+		}
+		v.mu.Lock()
+		err = removeLoose(gitDir, loose)
+		v.mu.Unlock()
+		m.Took = time.Since(start)
+		if err != nil {
+			return m, fmt.Errorf("remove packed loose objects: %w", err)
+		}
+		m.Packed, m.Pack = len(loose), name
+		v.log.Info("vault: packed loose objects", "objects", len(loose), "pack", name, "took", m.Took)
+	}
+	return m, v.mergePacks(ctx, gitDir, &m)
+}
+
+// mergePacks merges the repository's packs into one when there are more
+// than PackMergeThreshold: every object of theirs written into a new
+// pack, which with its index is fsync'd and listed before any old pack
+// goes. A pack bigger than all the others together is left as it is, the
+// others merged beside it, so that a merge costs what was added since
+// rather than the whole history again. An old pack is removed .pack first, then .idx (go-git lists packs
+// by their .pack, and fails on one whose .idx is missing), under the
+// vault's lock, so that no commit loses a pack it is reading; readers
+// (gitread.go) look again in the packs as they are. A crash leaves every
+// object in a pack, old or new or both (git is content with duplicates;
+// the next pass merges them).
+func (v *Vault) mergePacks(ctx context.Context, gitDir string, m *Maintenance) error {
+	limit := PackMergeThreshold
+	if v.packsMax > 0 {
+		limit = v.packsMax
+	}
+	packs, err := listPacks(gitDir)
+	if err != nil || len(packs) <= limit {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return m, err
+		return err
+	}
+	if packs = withoutDominant(gitDir, packs); len(packs) < 2 {
+		return nil
 	}
 	start := time.Now()
-	name, err := packObjects(gitDir, v.dir, loose)
+	var hs []plumbing.Hash
+	seen := make(map[plumbing.Hash]bool)
+	for _, p := range packs {
+		ids, err := packObjectIDs(filepath.Join(gitDir, "objects", "pack", "pack-"+p.String()+".idx"))
+		if err != nil {
+			return fmt.Errorf("merge packs: read pack-%s.idx: %w", p, err)
+		}
+		for _, h := range ids {
+			if !seen[h] {
+				seen[h] = true
+				hs = append(hs, h)
+			}
+		}
+	}
+	name, err := packObjects(gitDir, v.dir, hs)
 	if err != nil {
-		return m, fmt.Errorf("pack loose objects: %w", err)
+		return fmt.Errorf("merge packs: %w", err)
 	}
 	v.mu.Lock()
-	err = removeLoose(gitDir, loose)
+	err = removePacks(gitDir, packs, name)
 	v.mu.Unlock()
-	m.Took = time.Since(start)
+	m.MergeTook = time.Since(start)
 	if err != nil {
-		return m, fmt.Errorf("remove packed loose objects: %w", err)
+		return fmt.Errorf("merge packs: remove the merged packs: %w", err)
 	}
-	m.Packed, m.Pack = len(loose), name
-	v.log.Info("vault: packed loose objects", "objects", len(loose), "pack", name, "took", m.Took)
-	return m, nil
+	m.Merged, m.MergedPack = len(packs), name
+	v.log.Info("vault: merged packs", "packs", len(packs), "objects", len(hs), "pack", name, "took", m.MergeTook)
+	return nil
+}
+
+// listPacks returns the packs of the repository at gitDir that have both
+// their .pack and their .idx.
+func listPacks(gitDir string) ([]plumbing.Hash, error) {
+	dir := filepath.Join(gitDir, "objects", "pack")
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []plumbing.Hash
+	for _, de := range des {
+		n := de.Name()
+		hx, ok := strings.CutSuffix(strings.TrimPrefix(n, "pack-"), ".pack")
+		if !ok || len(hx) != 2*len(plumbing.ZeroHash) || !isHex(hx) || !de.Type().IsRegular() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "pack-"+hx+".idx")); err != nil {
+			continue
+		}
+		out = append(out, plumbing.NewHash(hx))
+	}
+	return out, nil
+}
+
+// withoutDominant returns packs without the biggest when its .pack is
+// bigger than all the others' together.
+func withoutDominant(gitDir string, packs []plumbing.Hash) []plumbing.Hash {
+	var total, biggest int64
+	at := -1
+	for i, p := range packs {
+		st, err := os.Stat(filepath.Join(gitDir, "objects", "pack", "pack-"+p.String()+".pack"))
+		if err != nil {
+			return packs
+		}
+		total += st.Size()
+		if st.Size() > biggest {
+			biggest, at = st.Size(), i
+		}
+	}
+	if at < 0 || biggest <= total-biggest {
+		return packs
+	}
+	return slices.Delete(slices.Clone(packs), at, at+1)
+}
+
+// packObjectIDs returns the ids of the objects of the pack index at path.
+func packObjectIDs(path string) ([]plumbing.Hash, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(f).Decode(idx); err != nil {
+		return nil, err
+	}
+	it, err := idx.Entries()
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []plumbing.Hash
+	for {
+		e, err := it.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e.Hash)
+	}
+}
+
+// removePacks removes the packs of the repository at gitDir but keep
+// (a file name, pack-<hash>.pack): each .pack, then its .idx, then the
+// folder is fsync'd.
+func removePacks(gitDir string, packs []plumbing.Hash, keep string) error {
+	dir := filepath.Join(gitDir, "objects", "pack")
+	for _, p := range packs {
+		base := filepath.Join(dir, "pack-"+p.String())
+		if filepath.Base(base)+".pack" == keep {
+			continue
+		}
+		for _, ext := range []string{".pack", ".idx", ".rev"} {
+			if err := os.Remove(base + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return syncDir(dir)
 }
 
 // looseObjects lists the loose objects of the repository at gitDir, and

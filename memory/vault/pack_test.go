@@ -164,20 +164,32 @@ func TestMaintainRemovesStaleTemps(t *testing.T) {
 
 // TestPackGrowth measures the repository after N vault writes, without
 // packing and with Maintain after every write (it packs at the
-// threshold). MNEMO_PACK_WRITES=N runs it (2,000 takes minutes).
+// threshold), MNEMO_PACK_PER_MONTH writes a month (250 unless set: the
+// ledger is a file a month). MNEMO_PACK_WRITES=N runs it (2,000 takes
+// minutes).
 func TestPackGrowth(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("MNEMO_PACK_WRITES"))
 	if n <= 0 {
 		t.Skip("MNEMO_PACK_WRITES not set")
 	}
+	perMonth, _ := strconv.Atoi(os.Getenv("MNEMO_PACK_PER_MONTH"))
+	if perMonth <= 0 {
+		perMonth = 250
+	}
 	for _, pack := range []bool{false, true} {
 		t.Run(fmt.Sprintf("pack=%v", pack), func(t *testing.T) {
 			dir := newRoot(t)
 			v := New(dir, nil)
+			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			month := 0
+			v.now = func() time.Time { return start.AddDate(0, month, 0) }
 			var packs int
-			var took, longest time.Duration
+			var took, longest, writeCPU time.Duration
 			for i := range n {
+				month = i / perMonth
+				c0 := cpuTime()
 				applyN(t, v, i, 1)
+				writeCPU += cpuTime() - c0
 				if !pack {
 					continue
 				}
@@ -192,9 +204,19 @@ func TestPackGrowth(t *testing.T) {
 				}
 			}
 			loose, packed := repoBytes(t, dir)
-			ledger, _ := os.Stat(filepath.Join(dir, "audit", "ledger.jsonl"))
-			t.Logf("%d writes: loose %d KB, packed %d KB (%d packs, %v in all, longest %v); ledger %d KB",
-				n, loose>>10, packed>>10, packs, took, longest, ledger.Size()>>10)
+			t.Logf("%d writes: loose %d KB, packed %d KB (%d packs, %v in all, longest %v); ledger %d KB; CPU a write %v",
+				n, loose>>10, packed>>10, packs, took, longest, ledgerSize(dir)>>10, writeCPU/time.Duration(n))
+			if !pack {
+				return
+			}
+			// Then every pack merged into one, as past PackMergeThreshold.
+			v.packsMax = 1
+			m, err := v.Maintain(t.Context(), 1<<30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, packed = repoBytes(t, dir)
+			t.Logf("merged %d packs in %v: %d KB", m.Merged, m.MergeTook, packed>>10)
 		})
 	}
 }

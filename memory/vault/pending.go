@@ -59,15 +59,6 @@ func pendingDir(dir string) string {
 	return filepath.Join(dir, "."+pendingDirName)
 }
 
-// ledgerSize is the ledger's size in bytes; 0 when it does not exist.
-func ledgerSize(dir string) int64 {
-	st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(LedgerFile)))
-	if err != nil {
-		return 0
-	}
-	return st.Size()
-}
-
 // savePending saves a pending record before a write changes any file.
 func savePending(dir string, p *pending) error {
 	p.ID = ulid.Make().String()
@@ -134,11 +125,11 @@ func readPending(dir string) ([]*pending, error) {
 // (commit_error), the record stays, and the *CommitError is returned.
 func (v *Vault) settle(ctx context.Context, p *pending, message string) (string, error) {
 	if p.LedgerFirst {
-		if err := appendLedger(v.dir, p.Entries...); err != nil {
+		if err := appendLedger(v.dir, v.now(), p.Entries...); err != nil {
 			return "", err
 		}
 	}
-	commit, cerr := v.git.commit(ctx, v.dir, p.Paths, message, p.Author)
+	commit, cerr := v.commit(ctx, p.Paths, message, p.Author)
 	if v.crashed("ledger") {
 		return commit, errCrash
 	}
@@ -150,7 +141,7 @@ func (v *Vault) settle(ctx context.Context, p *pending, message string) (string,
 				es[i].CommitErr = cerr.Error()
 			}
 		}
-		if err := appendLedger(v.dir, es...); err != nil {
+		if err := appendLedger(v.dir, v.now(), es...); err != nil {
 			return commit, errors.Join(err, cerr)
 		}
 	}

@@ -77,7 +77,7 @@ func (v *Vault) Purge(ctx context.Context, layer, reason, author string) (Result
 		return res, nil
 	}
 	msg := fmt.Sprintf("vault: purge %s (%d files)\n\n%s\n\nAuthor: %s\n", layer, len(res.Paths), strings.TrimSpace(reason), author)
-	paths := append(append([]string(nil), res.Paths...), LedgerFile)
+	paths := append(append([]string(nil), res.Paths...), v.ledgerPath())
 	pend := &pending{Paths: paths, Message: msg, Author: author, Entries: entries, LedgerFirst: true}
 	if err := savePending(v.dir, pend); err != nil {
 		return Result{}, fmt.Errorf("purge %s: %w", layer, err)

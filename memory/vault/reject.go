@@ -25,7 +25,7 @@ func (v *Vault) Reject(ctx context.Context, p *Proposal, by, why string) (Result
 	if err := checkID(p.ID); err != nil {
 		return Result{}, fmt.Errorf("reject: %w", err)
 	}
-	paths := []string{LedgerFile}
+	paths := []string{v.ledgerPath()}
 	queued := proposalPath(p.ID)
 	_, qerr := os.Lstat(filepath.Join(v.dir, filepath.FromSlash(queued)))
 	if qerr == nil {

@@ -40,7 +40,7 @@ func TestEnsureLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{InvariantsFile, PolicyFile, LedgerFile, "prompts/curator.system.md", "knowledge/README.md"} {
+	for _, f := range []string{InvariantsFile, PolicyFile, "prompts/curator.system.md", "knowledge/README.md"} {
 		if !slices.Contains(created, f) {
 			t.Errorf("created %v, missing %s", created, f)
 		}
@@ -90,7 +90,7 @@ func TestEnsureNeverOverwrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"prompts/new.md", LedgerFile}; !slices.Equal(created, want) {
+	if want := []string{"prompts/new.md"}; !slices.Equal(created, want) {
 		t.Errorf("created %v, want %v", created, want)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, InvariantsFile)); string(b) != string(mine) {
@@ -102,32 +102,6 @@ func TestEnsureNeverOverwrites(t *testing.T) {
 	again, err := Ensure(context.Background(), dir, defaults, nil)
 	if err != nil || len(again) != 0 {
 		t.Errorf("second Ensure created %v, %v", again, err)
-	}
-}
-
-func TestLedgerTornLine(t *testing.T) {
-	dir := t.TempDir()
-	e := Entry{Op: OpCreate, Path: "knowledge/a.md", Author: AuthorAgent, Reason: "r", After: "x"}
-	if err := appendLedger(dir, e); err != nil {
-		t.Fatal(err)
-	}
-	f, _ := os.OpenFile(filepath.Join(dir, LedgerFile), os.O_WRONLY|os.O_APPEND, 0)
-	f.WriteString(`{"ts":"2026-01-01T00:00:00Z","op":"upd`) // a crash mid-append
-	f.Close()
-	got, skipped, err := ReadLedger(dir)
-	if err != nil || len(got) != 1 || skipped != 1 {
-		t.Fatalf("read %v skipped %d err %v; want 1 entry, 1 skipped", got, skipped, err)
-	}
-	e.Path = "knowledge/b.md"
-	if err := appendLedger(dir, e); err != nil {
-		t.Fatal(err)
-	}
-	got, skipped, err = ReadLedger(dir)
-	if err != nil || len(got) != 2 || skipped != 1 || got[1].Path != "knowledge/b.md" {
-		t.Fatalf("after append: %v skipped %d err %v; want 2 entries, the torn line alone skipped", got, skipped, err)
-	}
-	if st, _ := os.Stat(filepath.Join(dir, LedgerFile)); st.Mode().Perm() != filePerm {
-		t.Errorf("ledger mode %v", st.Mode().Perm())
 	}
 }
 
@@ -185,7 +159,7 @@ func TestCommitErrors(t *testing.T) {
 				}
 				// Released, the next commit catches the write up.
 				os.Remove(filepath.Join(dir, ".git", "index.lock"))
-				if _, err := Commit(t.Context(), dir, []string{p.Path, LedgerFile}, "catch up", AuthorAgent); err != nil {
+				if _, err := Commit(t.Context(), dir, append([]string{p.Path}, ledgerFiles(t, dir)...), "catch up", AuthorAgent); err != nil {
 					t.Fatal(err)
 				}
 				if got := headFile(t, dir, p.Path); got != string(written) {
@@ -312,7 +286,7 @@ func TestCommitAgreesWithGit(t *testing.T) {
 	if _, err := v.Apply(t.Context(), del); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Commit(t.Context(), dir, []string{LedgerFile}, "ledger", AuthorOwner); err != nil {
+	if _, err := Commit(t.Context(), dir, ledgerFiles(t, dir), "ledger", AuthorOwner); err != nil {
 		t.Fatal(err)
 	}
 	run := func(args ...string) string {
