@@ -134,8 +134,10 @@ func (h *Hearth) resumeForget(ctx context.Context) {
 // Notes are found by a scan of the vault's notes (List, whose cache makes
 // it a stat per note; BenchmarkForgetScan) rather than an index kept
 // beside them: a forget is rare, and the scan cannot drift from the files
-// the owner edits. It runs before the commit mutex is taken; each note
-// found is read and checked again under it.
+// the owner edits. It runs before the vault's mutex is taken; each note
+// found is read and checked again under it. The tombstone is in the
+// journal already (forget, under commitMu); this cascade holds vaultMu,
+// and commitMu only for each decision's record (decidedLocked).
 func (h *Hearth) forgetDerived(ctx context.Context, ids []string, by string) (Derived, error) {
 	var out Derived
 	if d, ok := h.cfg.Entities.(interface{ DropEvents([]string) }); ok {
@@ -153,8 +155,8 @@ func (h *Hearth) forgetDerived(ctx context.Context, ids []string, by string) (De
 	for _, id := range ids {
 		gone[id] = true
 	}
-	// The scan runs before the commit mutex is taken (turns go on
-	// meanwhile); each note found is read again under it.
+	// The scan runs before the vault's mutex is taken (other writes go
+	// on meanwhile); each note found is read again under it.
 	type found struct {
 		path    string
 		summary bool
@@ -172,8 +174,8 @@ func (h *Hearth) forgetDerived(ctx context.Context, ids []string, by string) (De
 			}
 		}
 	}
-	h.commitMu.Lock()
-	defer h.commitMu.Unlock()
+	h.vaultMu.Lock()
+	defer h.vaultMu.Unlock()
 	h.ownerEditsLocked(ctx)
 	var ps []*vault.Proposal
 	reason := fmt.Sprintf("the %s forgot %d turn(s) this was made from", forgetter(by), len(ids))
@@ -378,7 +380,7 @@ func (h *Hearth) forgetEntityNotes(gone map[string]bool, reason string) ([]*vaul
 // summary covers a forgotten record: the summary no longer stands in its
 // window, the window keeps the live records (as before any flush), and
 // the next flush pass summarises them again. Other conversations keep
-// theirs. commitMu is held.
+// theirs. vaultMu is held.
 func (h *Hearth) forgetFlushLocked(gone map[string]bool) {
 	c := h.curator
 	if c == nil {
