@@ -135,6 +135,15 @@ func TestForgetReachesWhatWasMadeFromIt(t *testing.T) {
 		slices.Sort(out)
 		return slices.Compact(out)
 	}
+	// Recall is ready before it has indexed the notes already in the
+	// vault (it reconciles them just after): wait until every one is
+	// found, or the reconcile, still going, could index one the forget
+	// removes after the forget dropped it.
+	awaitKnowledge(t, knowledge, map[string]string{
+		"knowledge/projects/allotment.md": "hidden allotment", "knowledge/projects/garden.md": "Elm Street",
+		"knowledge/projects/fence.md": "south fence", "summaries/daily/2026-01-01.md": "The day",
+		"summaries/threads/main-a.md": "Garden plans",
+	})
 	if got := knowledge("Elm Street allotment"); len(got) < 2 {
 		t.Fatalf("before the forget, knowledge search finds %q", got)
 	}
@@ -295,5 +304,31 @@ func TestForgetResumedAtStart(t *testing.T) {
 				t.Errorf("note exists = %v with tombstone %v", b != nil, tombstone)
 			}
 		})
+	}
+}
+
+// awaitKnowledge waits until search finds each note (path → a query that
+// finds it) once recall has reconciled the vault's notes.
+func awaitKnowledge(t *testing.T, search func(string) []string, notes map[string]string) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for {
+		missing := ""
+		for p, q := range notes {
+			if !slices.Contains(search(q), p) {
+				missing = p
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("recall never indexed %s", missing)
+		}
 	}
 }
