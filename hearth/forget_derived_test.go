@@ -36,8 +36,12 @@ func (m *rewriteModel) Name() string  { return "stand-in" }
 func (m *rewriteModel) Model() string { return "rewrite" }
 func (m *rewriteModel) Stream(ctx context.Context, req llm.Request, _ func(string)) (llm.Response, error) {
 	msg := req.Messages[len(req.Messages)-1].Content
+	var whole strings.Builder // the whole request: system prompt and messages
+	for _, mm := range req.Messages {
+		whole.WriteString(mm.Content + "\n")
+	}
 	m.mu.Lock()
-	m.shown = append(m.shown, msg)
+	m.shown = append(m.shown, whole.String())
 	m.mu.Unlock()
 	if req.Output == nil || req.Output.Name != "memory_rewrite" || !req.Output.Strict {
 		return llm.Response{}, fmt.Errorf("unexpected call %+v", req.Output)
@@ -222,6 +226,17 @@ func TestForgetReachesWhatWasMadeFromIt(t *testing.T) {
 	if strings.Contains(shown, "["+b+"]") || strings.Contains(shown, "Ana told me") || !strings.Contains(shown, "["+c+"] user: The tomatoes go along the south fence.") {
 		t.Errorf("the rewrite was shown:\n%s", shown)
 	}
+	// Nothing of the forgotten turn is in any request the model was
+	// sent: not its words, nor the note's old text made from them.
+	model.mu.Lock()
+	for _, req := range model.shown {
+		for _, w := range []string{"Elm", "allotment", "Ana", b} {
+			if strings.Contains(req, w) {
+				t.Errorf("a rewrite request holds %q of the forgotten turn:\n%s", w, req)
+			}
+		}
+	}
+	model.mu.Unlock()
 	model.answer <- `{"action":"rewrite","title":"Garden","body":"Tomatoes grow along the south fence of the garden.","reason":"a place was taken out"}`
 	decided := 0 // the forget's, then the rewrite's
 	rec.waitFor(t, func(ev hearth.Event) bool {
