@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/mnemo/mnemo/hearth/jobs"
 	"github.com/mnemo/mnemo/memory/graph"
 	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/vault"
@@ -186,9 +188,10 @@ func (h *Hearth) forgetDerived(ctx context.Context, gone map[string]string, by s
 	defer h.vaultMu.Unlock()
 	h.ownerEditsLocked(ctx)
 	var ps []*vault.Proposal
+	spans := map[string]jobs.Span{} // of each summary removed
 	reason := fmt.Sprintf("the %s forgot %d turn(s) this was made from", forgetter(by), len(ids))
 	for _, c := range cands {
-		p, hidden, err := h.forgetNote(c.path, gone, c.summary, reason)
+		p, hidden, span, err := h.forgetNote(c.path, gone, c.summary, reason)
 		if err != nil {
 			return out, err
 		}
@@ -200,6 +203,7 @@ func (h *Hearth) forgetDerived(ctx context.Context, gone map[string]string, by s
 			out.Hidden = append(out.Hidden, c.path)
 		} else {
 			out.Removed = append(out.Removed, c.path)
+			spans[c.path] = span
 		}
 	}
 	eps, err := h.forgetEntityNotes(gone, reason)
@@ -232,7 +236,7 @@ func (h *Hearth) forgetDerived(ctx context.Context, gone map[string]string, by s
 		out.History = append(out.History, p.Path)
 		h.decidedLocked(ctx, ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionApplied, Why: p.Reason, Commit: res.Commit, CommitFailed: cerr != nil}, by)
 	}
-	h.forgetJobs(out.Removed)
+	h.forgetJobs(out.Removed, spans)
 	h.needRewrite(out.Hidden...)
 	h.log.Info("forget reached the vault", "removed", len(out.Removed), "hidden", len(out.Hidden), "entity_notes", len(out.Entities), "commit", res.Commit)
 	return out, nil
@@ -312,29 +316,35 @@ func summaryConv(p string) string {
 
 // forgetNote is the change a forget makes to the note at p: its removal
 // (a summary, or every source forgotten), or the note hidden without the
-// forgotten sources (hidden true). nil: nothing to do.
-func (h *Hearth) forgetNote(p string, gone map[string]string, summary bool, reason string) (*vault.Proposal, bool, error) {
+// forgotten sources (hidden true). nil: nothing to do. span is the first
+// and the last record the note cites, forgotten or not.
+func (h *Hearth) forgetNote(p string, gone map[string]string, summary bool, reason string) (prop *vault.Proposal, hidden bool, span jobs.Span, err error) {
 	cur, err := h.cfg.Vault.Read(p)
 	if err != nil {
-		return nil, false, fmt.Errorf("forget: read %s: %w", p, err)
+		return nil, false, span, fmt.Errorf("forget: read %s: %w", p, err)
 	}
 	if cur == nil {
-		return nil, false, nil
+		return nil, false, span, nil
 	}
 	n, err := vault.ParseNote(p, cur)
 	if err != nil || !touches(p, n.Sources, gone, summary) {
-		return nil, false, nil // changed since the scan
+		return nil, false, span, nil // changed since the scan
 	}
 	var kept []vault.Source
 	for _, s := range n.Sources {
-		if _, ok := gone[strings.ToUpper(s.Turn)]; !ok {
+		t := strings.ToUpper(s.Turn)
+		if _, ok := gone[t]; !ok {
 			kept = append(kept, s)
 		}
+		if t != "" && (span.From == "" || t < span.From) {
+			span.From = t
+		}
+		span.To = max(span.To, t)
 	}
-	prop := &vault.Proposal{ID: vault.NewProposalID(), Path: p, Base: vault.Hash(cur), Author: AuthorForget, Reason: reason, Sources: kept}
+	prop = &vault.Proposal{ID: vault.NewProposalID(), Path: p, Base: vault.Hash(cur), Author: AuthorForget, Reason: reason, Sources: kept}
 	if summary || len(kept) == 0 {
 		prop.Op = vault.OpDelete
-		return prop, false, nil
+		return prop, false, span, nil
 	}
 	if n.Status != vault.NeedsRewrite {
 		n.SetExtra(statusBefore, string(n.Status))
@@ -343,7 +353,7 @@ func (h *Hearth) forgetNote(p string, gone map[string]string, summary bool, reas
 	n.Sources = kept
 	prop.Op, prop.Content = vault.OpUpdate, string(n.Format())
 	prop.Reason = reason + "; kept out of context until it is rewritten without them"
-	return prop, true, nil
+	return prop, true, span, nil
 }
 
 // forgetEntityNotes are the changes to the entity notes (entities/) that
@@ -458,8 +468,10 @@ func (h *Hearth) forgetFlushLocked(gone map[string]string) {
 }
 
 // forgetJobs lets the periods of the daily and weekly summaries removed
-// run again when their jobs are next due.
-func (h *Hearth) forgetJobs(removed []string) {
+// run again when their jobs are next due, and queues each session whose
+// summary was removed (spans: what it covered) for its session_end jobs
+// to summarise again from the turns that remain; the runner is woken.
+func (h *Hearth) forgetJobs(removed []string, spans map[string]jobs.Span) {
 	s := h.jobs
 	if s == nil {
 		return
@@ -476,10 +488,46 @@ func (h *Hearth) forgetJobs(removed []string) {
 				changed = true
 			}
 		}
+		first, ok := sessionSummary(p)
+		sp := spans[p]
+		if !ok || sp.From == "" {
+			continue
+		}
+		s.st.Unfinish(first)
+		if !slices.Contains(s.st.Redo, sp) {
+			s.st.Redo = append(s.st.Redo, sp)
+		}
+		changed = true
 	}
 	if changed {
 		if err := s.st.Save(s.cfg.StateDir); err != nil {
 			h.log.Warn("jobs: state not saved", "err", err)
 		}
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// sessionSummary reports whether p is a session's summary, as a
+// session_end job names it (summaries/threads/<date>-<first record id,
+// lowercase>.md), and the first record's id.
+func sessionSummary(p string) (string, bool) {
+	name, ok := strings.CutPrefix(p, vault.SummariesDir+"/threads/")
+	if !ok {
+		return "", false
+	}
+	name = strings.TrimSuffix(name, ".md")
+	if len(name) != len(time.DateOnly)+1+26 || name[len(time.DateOnly)] != '-' {
+		return "", false
+	}
+	if _, err := time.Parse(time.DateOnly, name[:len(time.DateOnly)]); err != nil {
+		return "", false
+	}
+	id := name[len(time.DateOnly)+1:]
+	if id != strings.ToLower(id) {
+		return "", false
+	}
+	return strings.ToUpper(id), true
 }
