@@ -131,13 +131,14 @@ func (h *Hearth) resumeForget(ctx context.Context) {
 //     needs_rewrite, its status kept in status_before_forget) until the
 //     curator rewrites it without them (rewrite.go).
 //   - A summary covering a forgotten turn (one of its sources, or between
-//     the first and last it cites; for a flush's thread summary, a turn of
-//     its own conversation) is removed: a thread summary's flush cursor is reset, so the window
-//     falls back to the live records and the flush pass summarises them
-//     again; a daily, weekly or session period runs again when its job is
-//     next due. Record ids are global and conversations interleave: a
-//     summary of another conversation whose span merely contains the id
-//     stays.
+//     the first and last it cites; for a flush's thread summary, a turn
+//     of its own conversation) is removed: a thread summary's flush
+//     cursor is reset, so the window falls back to the live records and
+//     the flush pass summarises them again; a daily or weekly period is
+//     due again, and a session is queued for its session_end jobs, which
+//     the woken job runner runs over the turns that remain. Record ids are
+//     global and conversations interleave: a summary of another
+//     conversation whose span merely contains the id stays.
 //   - An entity note loses the forgotten events from its evidence, and is
 //     removed when none is left; the graph drops them at once.
 //
