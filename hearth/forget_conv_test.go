@@ -1,6 +1,7 @@
 package hearth_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -105,5 +106,68 @@ func TestForgetPerConversation(t *testing.T) {
 	}
 	if got, want := cursor(hearth.MainConversation), ids[hearth.MainConversation][5]; got != want {
 		t.Errorf("main's flush cursor %q after side's forget, want %q", got, want)
+	}
+}
+
+// TestForgetResumedPerConversation: a forget a stop cut short after its
+// tombstone is finished at the next start by the marker, which keeps the
+// conversation of each record: main's summary, whose span holds the
+// side record forgotten, stays. A marker an older hearth wrote (no
+// conversations) cannot tell, and removes it.
+func TestForgetResumedPerConversation(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		convs bool
+	}{{"conversations kept", true}, {"older marker", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, j, dir := openVaultRoot(t)
+			ctx := t.Context()
+			var ids []string
+			for _, conv := range []string{"", "side", ""} {
+				r, err := j.Append(ctx, journal.Record{Role: memory.RoleUser, Conv: conv, Text: "something " + conv, Mode: "text"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, r.ID)
+			}
+			path := "summaries/threads/main-" + ids[0] + ".md"
+			n := &vault.Note{ID: vault.NewNoteID(), Title: "Conversation main so far", Type: "summary", Confidence: 1,
+				Sources: []vault.Source{{Thread: "main", Turn: ids[0]}, {Thread: "main", Turn: ids[2]}}, Body: []byte("main talked.\n")}
+			if _, err := v.Apply(ctx, &vault.Proposal{ID: vault.NewProposalID(), Op: vault.OpCreate, Path: path, Content: string(n.Format()),
+				Reason: "flushed", Sources: n.Sources, Author: vault.AuthorCurator}); err != nil {
+				t.Fatal(err)
+			}
+			marker := `{"ids":["` + ids[1] + `"],"by":"owner"}`
+			if tc.convs {
+				marker = `{"ids":["` + ids[1] + `"],"by":"owner","convs":{"` + ids[1] + `":"side"}}`
+			}
+			if err := os.MkdirAll(filepath.Join(dir, "index"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "index", "forget.pending.json"), []byte(marker), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := j.Append(ctx, journal.Tombstone([]string{ids[1]}, hearth.ByOwner)); err != nil {
+				t.Fatal(err)
+			}
+			h, err := hearth.New(hearth.Config{Journal: j, Vault: v, ShutdownGrace: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := newRecorder()
+			rec.watch(t, h, hearth.WatchOptions{})
+			runCtx, stop := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); h.Run(runCtx) }()
+			t.Cleanup(func() { stop(); <-done })
+			// The keeper's first pass finishes the forget, then says so.
+			rec.waitFor(t, func(ev hearth.Event) bool { _, ok := ev.(*hearth.VaultSettled); return ok })
+			if _, err := os.Stat(filepath.Join(dir, "index", "forget.pending.json")); !os.IsNotExist(err) {
+				t.Errorf("the marker stayed: %v", err)
+			}
+			if b, _ := v.Read(path); (b != nil) != tc.convs {
+				t.Errorf("main's summary exists = %v, want %v", b != nil, tc.convs)
+			}
+		})
 	}
 }
