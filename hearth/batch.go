@@ -52,8 +52,8 @@ func (h *Hearth) ProposeBatch(ctx context.Context, ps []vault.Proposal, subject 
 			p.CreatedAt = now
 		}
 	}
-	h.commitMu.Lock()
-	defer h.commitMu.Unlock()
+	h.vaultMu.Lock()
+	defer h.vaultMu.Unlock()
 	// A batch a crash cut short is finished here (its pending record),
 	// before the ledger is read.
 	h.ownerEditsLocked(ctx)

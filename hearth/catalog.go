@@ -112,8 +112,8 @@ func (h *Hearth) startCatalog(ctx context.Context) (wait func()) {
 // RefreshToolCatalog writes knowledge/system/tool_catalog.md from the
 // registry — built-ins and MCP tools: name, description, source,
 // permission, side effects — if that changes what it says. The write is
-// one vault write on the commit path (serialized with journal commits,
-// after the owner's edits are committed): the file, one ledger line and
+// one vault write under the vault's mutex (serialized with the other
+// vault writes, after the owner's edits are committed): the file, one ledger line and
 // one git commit by job:tool-catalog with the reason. The catalog is
 // hearth's own generated file, not a memory: policy's rules for claims
 // (sources, review) do not apply to it, and clients are not told of it
@@ -139,8 +139,8 @@ func (h *Hearth) RefreshToolCatalog(ctx context.Context) (bool, error) {
 	}
 	body := renderCatalog(specs, problems)
 
-	h.commitMu.Lock()
-	defer h.commitMu.Unlock()
+	h.vaultMu.Lock()
+	defer h.vaultMu.Unlock()
 	current, id, before, err := readCatalog(v)
 	if err != nil {
 		return false, err

@@ -170,9 +170,8 @@ func TestFlushPerConversation(t *testing.T) {
 	}
 
 	// A forget of a record side's summary covers resets side's cursor,
-	// not main's. (A record after main's cursor: a forgotten record
-	// within the span of main's summary removes that summary too, of
-	// whichever conversation it is, and resets main's cursor with it.)
+	// not main's (TestForgetPerConversation: not even when main's span
+	// holds the id).
 	if _, err := h.Forget(t.Context(), hearth.ForgetRequest{IDs: []string{again.Records[0]}}); err != nil {
 		t.Fatal(err)
 	}

@@ -65,6 +65,7 @@ func (h *Hearth) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, e
 		return ForgetResult{}, &Problem{Code: CodeBadRequest, Message: "forget: name the turns to forget by their ids"}
 	}
 	var res ForgetResult
+	convs := map[string]string{} // each record's conversation
 	if len(ids) > 0 {
 		found, err := h.cfg.Journal.Find(ctx, ids)
 		if err != nil {
@@ -72,8 +73,9 @@ func (h *Hearth) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, e
 			return res, &Problem{Code: CodeInternal, Message: "hearth could not read the journal; nothing was forgotten"}
 		}
 		for _, id := range ids {
-			if _, ok := found[id]; ok {
+			if r, ok := found[id]; ok {
 				res.Forgotten = append(res.Forgotten, id)
+				convs[id] = convOf(r)
 			} else {
 				res.Unknown = append(res.Unknown, id)
 			}
@@ -83,13 +85,13 @@ func (h *Hearth) Forget(ctx context.Context, req ForgetRequest) (ForgetResult, e
 		return res, &Problem{Code: CodeBadRequest, Message: "forget: no turn has that id (it may be forgotten already)"}
 	}
 	if len(res.Forgotten) > 0 {
-		h.markForget(res.Forgotten, req.By)
+		h.markForget(res.Forgotten, convs, req.By)
 		if err := h.forget(ctx, h.conv, res.Forgotten, req.By); err != nil {
 			h.clearForgetMarker()
 			return res, &Problem{Code: CodeInternal, Message: "hearth could not store the forget; nothing was forgotten"}
 		}
 		// What was made from the turns: notes, summaries, entity notes.
-		d, err := h.forgetDerived(ctx, res.Forgotten, req.By)
+		d, err := h.forgetDerived(ctx, convs, req.By)
 		res.Derived = d
 		if err != nil {
 			// The marker stays: the next start finishes it.

@@ -12,8 +12,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/mnemo/mnemo/hearth/jobs"
 	"github.com/mnemo/mnemo/memory/graph"
+	"github.com/mnemo/mnemo/memory/journal"
 	"github.com/mnemo/mnemo/memory/vault"
 )
 
@@ -45,6 +48,10 @@ type Derived struct {
 type forgetMarker struct {
 	IDs []string `json:"ids"`
 	By  string   `json:"by"`
+	// Convs is the conversation of each record (by id): once the
+	// tombstone is in, the journal no longer says. A marker without it
+	// (an older hearth's) treats every summary as the records'.
+	Convs map[string]string `json:"convs,omitempty"`
 }
 
 func (h *Hearth) forgetMarkerPath() string {
@@ -57,12 +64,12 @@ func (h *Hearth) forgetMarkerPath() string {
 // markForget saves the marker before the tombstone: a crash between the
 // two leaves a marker naming turns that are still live, which the next
 // start skips.
-func (h *Hearth) markForget(ids []string, by string) {
+func (h *Hearth) markForget(ids []string, convs map[string]string, by string) {
 	p := h.forgetMarkerPath()
 	if p == "" {
 		return
 	}
-	b, _ := json.Marshal(forgetMarker{IDs: ids, By: by})
+	b, _ := json.Marshal(forgetMarker{IDs: ids, By: by, Convs: convs})
 	if err := writeFileDurable(filepath.Dir(p), filepath.Base(p), b); err != nil {
 		h.log.Warn("forget: marker not saved; a crash now would leave notes made from the turns until the next forget", "err", err)
 	}
@@ -99,10 +106,10 @@ func (h *Hearth) resumeForget(ctx context.Context) {
 		h.log.Warn("forget: journal unreadable; the marker waits", "err", err)
 		return
 	}
-	var gone []string
+	gone := map[string]string{}
 	for _, id := range m.IDs {
 		if _, ok := live[id]; !ok {
-			gone = append(gone, id)
+			gone[id] = m.Convs[id] // "": not known, every summary's span counts
 		}
 	}
 	if len(gone) > 0 {
@@ -124,20 +131,30 @@ func (h *Hearth) resumeForget(ctx context.Context) {
 //     needs_rewrite, its status kept in status_before_forget) until the
 //     curator rewrites it without them (rewrite.go).
 //   - A summary covering a forgotten turn (one of its sources, or between
-//     the first and last it cites) is removed: a thread summary's flush
+//     the first and last it cites; for a flush's thread summary, a turn
+//     of its own conversation) is removed: a thread summary's flush
 //     cursor is reset, so the window falls back to the live records and
-//     the flush pass summarises them again; a daily or weekly period runs
-//     again when its job is next due.
+//     the flush pass summarises them again; a daily or weekly period is
+//     due again, and a session is queued for its session_end jobs, which
+//     the woken job runner runs over the turns that remain. Record ids are
+//     global and conversations interleave: a summary of another
+//     conversation whose span merely contains the id stays.
 //   - An entity note loses the forgotten events from its evidence, and is
 //     removed when none is left; the graph drops them at once.
 //
 // Notes are found by a scan of the vault's notes (List, whose cache makes
 // it a stat per note; BenchmarkForgetScan) rather than an index kept
 // beside them: a forget is rare, and the scan cannot drift from the files
-// the owner edits. It runs before the commit mutex is taken; each note
-// found is read and checked again under it.
-func (h *Hearth) forgetDerived(ctx context.Context, ids []string, by string) (Derived, error) {
+// the owner edits. It runs before the vault's mutex is taken; each note
+// found is read and checked again under it. The tombstone is in the
+// journal already (forget, under commitMu); this cascade holds vaultMu,
+// and commitMu only for each decision's record (decidedLocked).
+//
+// gone maps each forgotten record's id to its conversation ("": not
+// known, when a marker an older hearth wrote is resumed).
+func (h *Hearth) forgetDerived(ctx context.Context, gone map[string]string, by string) (Derived, error) {
 	var out Derived
+	ids := slices.Sorted(maps.Keys(gone))
 	if d, ok := h.cfg.Entities.(interface{ DropEvents([]string) }); ok {
 		d.DropEvents(ids)
 	}
@@ -149,12 +166,8 @@ func (h *Hearth) forgetDerived(ctx context.Context, ids []string, by string) (De
 	if !ok {
 		return out, errors.New("forget: the vault cannot write a batch")
 	}
-	gone := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		gone[id] = true
-	}
-	// The scan runs before the commit mutex is taken (turns go on
-	// meanwhile); each note found is read again under it.
+	// The scan runs before the vault's mutex is taken (other writes go
+	// on meanwhile); each note found is read again under it.
 	type found struct {
 		path    string
 		summary bool
@@ -167,18 +180,19 @@ func (h *Hearth) forgetDerived(ctx context.Context, ids []string, by string) (De
 		}
 		for _, n := range notes {
 			summary := strings.HasPrefix(n.Path, vault.SummariesDir+"/")
-			if touches(n.Sources, gone, summary) {
+			if touches(n.Path, n.Sources, gone, summary) {
 				cands = append(cands, found{n.Path, summary})
 			}
 		}
 	}
-	h.commitMu.Lock()
-	defer h.commitMu.Unlock()
+	h.vaultMu.Lock()
+	defer h.vaultMu.Unlock()
 	h.ownerEditsLocked(ctx)
 	var ps []*vault.Proposal
+	spans := map[string]jobs.Span{} // of each summary removed
 	reason := fmt.Sprintf("the %s forgot %d turn(s) this was made from", forgetter(by), len(ids))
 	for _, c := range cands {
-		p, hidden, err := h.forgetNote(c.path, gone, c.summary, reason)
+		p, hidden, span, err := h.forgetNote(c.path, gone, c.summary, reason)
 		if err != nil {
 			return out, err
 		}
@@ -190,6 +204,7 @@ func (h *Hearth) forgetDerived(ctx context.Context, ids []string, by string) (De
 			out.Hidden = append(out.Hidden, c.path)
 		} else {
 			out.Removed = append(out.Removed, c.path)
+			spans[c.path] = span
 		}
 	}
 	eps, err := h.forgetEntityNotes(gone, reason)
@@ -222,7 +237,7 @@ func (h *Hearth) forgetDerived(ctx context.Context, ids []string, by string) (De
 		out.History = append(out.History, p.Path)
 		h.decidedLocked(ctx, ProposalOutcome{ID: p.ID, Path: p.Path, Decision: DecisionApplied, Why: p.Reason, Commit: res.Commit, CommitFailed: cerr != nil}, by)
 	}
-	h.forgetJobs(out.Removed)
+	h.forgetJobs(out.Removed, spans)
 	h.needRewrite(out.Hidden...)
 	h.log.Info("forget reached the vault", "removed", len(out.Removed), "hidden", len(out.Hidden), "entity_notes", len(out.Entities), "commit", res.Commit)
 	return out, nil
@@ -235,17 +250,23 @@ func forgetter(by string) string {
 	return "owner"
 }
 
-// touches reports whether a note with sources was made from a forgotten
-// turn: one of its sources, or, for a summary, any turn between the first
-// and the last it cites (record ids sort in journal order).
-func touches(srcs []vault.Source, gone map[string]bool, summary bool) bool {
+// touches reports whether the note at p, with sources, was made from a
+// forgotten turn: one of its sources, or, for a summary, any turn between
+// the first and the last it cites (record ids sort in journal order). Ids
+// are global and conversations interleave: a flush's thread summary
+// (summaryConv) covers only its conversation's turns of that span, so a
+// forgotten turn of another conversation leaves it; a period's summary
+// (daily, weekly, a session's) covers every conversation's. gone maps
+// each id to its conversation ("": not known, which counts for every
+// summary).
+func touches(p string, srcs []vault.Source, gone map[string]string, summary bool) bool {
 	if len(srcs) == 0 {
 		return false
 	}
 	first, last := "", ""
 	for _, s := range srcs {
 		t := strings.ToUpper(s.Turn)
-		if gone[t] {
+		if _, ok := gone[t]; ok {
 			return true
 		}
 		if t == "" {
@@ -261,7 +282,11 @@ func touches(srcs []vault.Source, gone map[string]bool, summary bool) bool {
 	if !summary || first == "" {
 		return false
 	}
-	for id := range gone {
+	conv := summaryConv(p)
+	for id, of := range gone {
+		if conv != "" && of != "" && of != conv {
+			continue // another conversation's turn
+		}
 		if id >= first && id <= last {
 			return true
 		}
@@ -269,31 +294,58 @@ func touches(srcs []vault.Source, gone map[string]bool, summary bool) bool {
 	return false
 }
 
+// summaryConv is the conversation whose flush wrote the summary at p
+// (summaries/threads/<conversation>-<first record id>.md, writeSummary),
+// or "" for a summary of every conversation (a period's: daily, weekly, a
+// session's, whose names end in a date or a lowercase id).
+func summaryConv(p string) string {
+	name, ok := strings.CutPrefix(p, vault.SummariesDir+"/threads/")
+	if !ok {
+		return ""
+	}
+	name = strings.TrimSuffix(name, ".md")
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return ""
+	}
+	conv, id := name[:i], name[i+1:]
+	if len(id) != 26 || id != strings.ToUpper(id) || !journal.ValidConversation(conv) {
+		return ""
+	}
+	return conv
+}
+
 // forgetNote is the change a forget makes to the note at p: its removal
 // (a summary, or every source forgotten), or the note hidden without the
-// forgotten sources (hidden true). nil: nothing to do.
-func (h *Hearth) forgetNote(p string, gone map[string]bool, summary bool, reason string) (*vault.Proposal, bool, error) {
+// forgotten sources (hidden true). nil: nothing to do. span is the first
+// and the last record the note cites, forgotten or not.
+func (h *Hearth) forgetNote(p string, gone map[string]string, summary bool, reason string) (prop *vault.Proposal, hidden bool, span jobs.Span, err error) {
 	cur, err := h.cfg.Vault.Read(p)
 	if err != nil {
-		return nil, false, fmt.Errorf("forget: read %s: %w", p, err)
+		return nil, false, span, fmt.Errorf("forget: read %s: %w", p, err)
 	}
 	if cur == nil {
-		return nil, false, nil
+		return nil, false, span, nil
 	}
 	n, err := vault.ParseNote(p, cur)
-	if err != nil || !touches(n.Sources, gone, summary) {
-		return nil, false, nil // changed since the scan
+	if err != nil || !touches(p, n.Sources, gone, summary) {
+		return nil, false, span, nil // changed since the scan
 	}
 	var kept []vault.Source
 	for _, s := range n.Sources {
-		if !gone[strings.ToUpper(s.Turn)] {
+		t := strings.ToUpper(s.Turn)
+		if _, ok := gone[t]; !ok {
 			kept = append(kept, s)
 		}
+		if t != "" && (span.From == "" || t < span.From) {
+			span.From = t
+		}
+		span.To = max(span.To, t)
 	}
-	prop := &vault.Proposal{ID: vault.NewProposalID(), Path: p, Base: vault.Hash(cur), Author: AuthorForget, Reason: reason, Sources: kept}
+	prop = &vault.Proposal{ID: vault.NewProposalID(), Path: p, Base: vault.Hash(cur), Author: AuthorForget, Reason: reason, Sources: kept}
 	if summary || len(kept) == 0 {
 		prop.Op = vault.OpDelete
-		return prop, false, nil
+		return prop, false, span, nil
 	}
 	if n.Status != vault.NeedsRewrite {
 		n.SetExtra(statusBefore, string(n.Status))
@@ -302,13 +354,13 @@ func (h *Hearth) forgetNote(p string, gone map[string]bool, summary bool, reason
 	n.Sources = kept
 	prop.Op, prop.Content = vault.OpUpdate, string(n.Format())
 	prop.Reason = reason + "; kept out of context until it is rewritten without them"
-	return prop, true, nil
+	return prop, true, span, nil
 }
 
 // forgetEntityNotes are the changes to the entity notes (entities/) that
 // cite a forgotten event: the events dropped from their evidence and
 // relations, the note removed when no evidence is left.
-func (h *Hearth) forgetEntityNotes(gone map[string]bool, reason string) ([]*vault.Proposal, error) {
+func (h *Hearth) forgetEntityNotes(gone map[string]string, reason string) ([]*vault.Proposal, error) {
 	root := filepath.Join(h.cfg.Vault.Dir(), graph.EntityDir)
 	var out []*vault.Proposal
 	err := filepath.WalkDir(root, func(full string, d fs.DirEntry, err error) error {
@@ -336,7 +388,7 @@ func (h *Hearth) forgetEntityNotes(gone map[string]bool, reason string) ([]*vaul
 		}
 		changed := false
 		drop := func(ev []string) []string {
-			k := slices.DeleteFunc(slices.Clone(ev), func(id string) bool { return gone[id] })
+			k := slices.DeleteFunc(slices.Clone(ev), func(id string) bool { _, ok := gone[id]; return ok })
 			if len(k) != len(ev) {
 				changed = true
 			}
@@ -375,11 +427,13 @@ func (h *Hearth) forgetEntityNotes(gone map[string]bool, reason string) ([]*vaul
 }
 
 // forgetFlushLocked resets each conversation's flush cursor whose
-// summary covers a forgotten record: the summary no longer stands in its
-// window, the window keeps the live records (as before any flush), and
-// the next flush pass summarises them again. Other conversations keep
-// theirs. commitMu is held.
-func (h *Hearth) forgetFlushLocked(gone map[string]bool) {
+// summary covers a forgotten record of that conversation: the summary no
+// longer stands in its window, the window keeps the live records (as
+// before any flush), and the next flush pass summarises them again.
+// Other conversations keep theirs, even where their span holds the id (a
+// record whose conversation is not known counts for every one). vaultMu
+// is held.
+func (h *Hearth) forgetFlushLocked(gone map[string]string) {
 	c := h.curator
 	if c == nil {
 		return
@@ -392,8 +446,8 @@ func (h *Hearth) forgetFlushLocked(gone map[string]bool) {
 			continue
 		}
 		hit := false
-		for id := range gone {
-			if id >= memo.From && id <= memo.Cursor {
+		for id, of := range gone {
+			if (of == "" || of == conv) && id >= memo.From && id <= memo.Cursor {
 				hit = true
 			}
 		}
@@ -415,8 +469,10 @@ func (h *Hearth) forgetFlushLocked(gone map[string]bool) {
 }
 
 // forgetJobs lets the periods of the daily and weekly summaries removed
-// run again when their jobs are next due.
-func (h *Hearth) forgetJobs(removed []string) {
+// run again when their jobs are next due, and queues each session whose
+// summary was removed (spans: what it covered) for its session_end jobs
+// to summarise again from the turns that remain; the runner is woken.
+func (h *Hearth) forgetJobs(removed []string, spans map[string]jobs.Span) {
 	s := h.jobs
 	if s == nil {
 		return
@@ -433,10 +489,46 @@ func (h *Hearth) forgetJobs(removed []string) {
 				changed = true
 			}
 		}
+		first, ok := sessionSummary(p)
+		sp := spans[p]
+		if !ok || sp.From == "" {
+			continue
+		}
+		s.st.Unfinish(first)
+		if !slices.Contains(s.st.Redo, sp) {
+			s.st.Redo = append(s.st.Redo, sp)
+		}
+		changed = true
 	}
 	if changed {
 		if err := s.st.Save(s.cfg.StateDir); err != nil {
 			h.log.Warn("jobs: state not saved", "err", err)
 		}
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
+}
+
+// sessionSummary reports whether p is a session's summary, as a
+// session_end job names it (summaries/threads/<date>-<first record id,
+// lowercase>.md), and the first record's id.
+func sessionSummary(p string) (string, bool) {
+	name, ok := strings.CutPrefix(p, vault.SummariesDir+"/threads/")
+	if !ok {
+		return "", false
+	}
+	name = strings.TrimSuffix(name, ".md")
+	if len(name) != len(time.DateOnly)+1+26 || name[len(time.DateOnly)] != '-' {
+		return "", false
+	}
+	if _, err := time.Parse(time.DateOnly, name[:len(time.DateOnly)]); err != nil {
+		return "", false
+	}
+	id := name[len(time.DateOnly)+1:]
+	if id != strings.ToLower(id) {
+		return "", false
+	}
+	return strings.ToUpper(id), true
 }

@@ -36,8 +36,12 @@ func (m *rewriteModel) Name() string  { return "stand-in" }
 func (m *rewriteModel) Model() string { return "rewrite" }
 func (m *rewriteModel) Stream(ctx context.Context, req llm.Request, _ func(string)) (llm.Response, error) {
 	msg := req.Messages[len(req.Messages)-1].Content
+	var whole strings.Builder // the whole request: system prompt and messages
+	for _, mm := range req.Messages {
+		whole.WriteString(mm.Content + "\n")
+	}
 	m.mu.Lock()
-	m.shown = append(m.shown, msg)
+	m.shown = append(m.shown, whole.String())
 	m.mu.Unlock()
 	if req.Output == nil || req.Output.Name != "memory_rewrite" || !req.Output.Strict {
 		return llm.Response{}, fmt.Errorf("unexpected call %+v", req.Output)
@@ -135,6 +139,15 @@ func TestForgetReachesWhatWasMadeFromIt(t *testing.T) {
 		slices.Sort(out)
 		return slices.Compact(out)
 	}
+	// Recall is ready before it has indexed the notes already in the
+	// vault (it reconciles them just after): wait until every one is
+	// found, or the reconcile, still going, could index one the forget
+	// removes after the forget dropped it.
+	awaitKnowledge(t, knowledge, map[string]string{
+		"knowledge/projects/allotment.md": "hidden allotment", "knowledge/projects/garden.md": "Elm Street",
+		"knowledge/projects/fence.md": "south fence", "summaries/daily/2026-01-01.md": "The day",
+		"summaries/threads/main-a.md": "Garden plans",
+	})
 	if got := knowledge("Elm Street allotment"); len(got) < 2 {
 		t.Fatalf("before the forget, knowledge search finds %q", got)
 	}
@@ -213,6 +226,17 @@ func TestForgetReachesWhatWasMadeFromIt(t *testing.T) {
 	if strings.Contains(shown, "["+b+"]") || strings.Contains(shown, "Ana told me") || !strings.Contains(shown, "["+c+"] user: The tomatoes go along the south fence.") {
 		t.Errorf("the rewrite was shown:\n%s", shown)
 	}
+	// Nothing of the forgotten turn is in any request the model was
+	// sent: not its words, nor the note's old text made from them.
+	model.mu.Lock()
+	for _, req := range model.shown {
+		for _, w := range []string{"Elm", "allotment", "Ana", b} {
+			if strings.Contains(req, w) {
+				t.Errorf("a rewrite request holds %q of the forgotten turn:\n%s", w, req)
+			}
+		}
+	}
+	model.mu.Unlock()
 	model.answer <- `{"action":"rewrite","title":"Garden","body":"Tomatoes grow along the south fence of the garden.","reason":"a place was taken out"}`
 	decided := 0 // the forget's, then the rewrite's
 	rec.waitFor(t, func(ev hearth.Event) bool {
@@ -295,5 +319,31 @@ func TestForgetResumedAtStart(t *testing.T) {
 				t.Errorf("note exists = %v with tombstone %v", b != nil, tombstone)
 			}
 		})
+	}
+}
+
+// awaitKnowledge waits until search finds each note (path → a query that
+// finds it) once recall has reconciled the vault's notes.
+func awaitKnowledge(t *testing.T, search func(string) []string, notes map[string]string) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for {
+		missing := ""
+		for p, q := range notes {
+			if !slices.Contains(search(q), p) {
+				missing = p
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("recall never indexed %s", missing)
+		}
 	}
 }

@@ -187,8 +187,17 @@ type Hearth struct {
 	// zero). See Settled. Guarded by mu.
 	asked   int
 	settled chan struct{}
-	// commitMu orders commits, so that subscribers see records in the
-	// order the journal holds them.
+	// vaultMu serializes the vault's writes: the owner-edit scan, the
+	// policy's decision, the file write, the git commit and the ledger
+	// (Propose, DecideProposal, ProposeBatch, WriteVault, Purge, the tool
+	// catalog, a forget's cascade, the keeper's pass). Lock order: vaultMu
+	// before commitMu. A vault write takes commitMu only for the journal
+	// record and event of its decision (decidedLocked), never across git,
+	// so a turn never waits behind a vault commit.
+	vaultMu sync.Mutex
+	// commitMu orders journal commits, so that subscribers see records in
+	// the order the journal holds them: it is held for the append and the
+	// events published with it, nothing slower.
 	commitMu sync.Mutex
 	keeper   vaultKeeper // see vault_keeper.go
 	// catalog keeps the tool catalog; nil when Config.ToolCatalog is off.

@@ -81,6 +81,9 @@ type jobReply struct {
 type jobsState struct {
 	cfg  JobsConfig
 	runs chan jobRequest
+	// wake asks the runner to look at once: a forget removed a summary
+	// (see forgetJobs).
+	wake chan struct{}
 	// stopped is closed when the runner ends (or never started).
 	stopped chan struct{}
 
@@ -94,7 +97,7 @@ func newJobsState(cfg *JobsConfig) *jobsState {
 	if cfg == nil {
 		return nil
 	}
-	s := &jobsState{cfg: *cfg, runs: make(chan jobRequest), stopped: make(chan struct{}), retryAt: map[string]time.Time{}}
+	s := &jobsState{cfg: *cfg, runs: make(chan jobRequest), wake: make(chan struct{}, 1), stopped: make(chan struct{}), retryAt: map[string]time.Time{}}
 	if s.cfg.Retry == (backoff.Policy{}) {
 		s.cfg.Retry = backoff.Policy{Initial: time.Minute, Max: time.Hour, JitterBelow: 0.1, JitterAbove: 0.1}
 	}
@@ -235,6 +238,8 @@ func (h *Hearth) runJobs(ctx context.Context) {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-s.wake:
+			t.Stop()
 		case req := <-s.runs:
 			t.Stop()
 			run, err := h.jobNow(ctx, req.name)
@@ -284,6 +289,9 @@ func (h *Hearth) jobsDue(ctx context.Context) time.Duration {
 	if len(session) > 0 && ctx.Err() == nil {
 		if w := h.sessionEnd(ctx, session, now); w > 0 {
 			wait = min(wait, w)
+		}
+		if ctx.Err() == nil {
+			h.redoSessions(ctx, session, now)
 		}
 	}
 	return max(wait, time.Second)
@@ -418,6 +426,68 @@ func (h *Hearth) sessionEnd(ctx context.Context, js []*jobs.Job, now time.Time) 
 		h.log.Error("jobs: state not saved", "err", err)
 	}
 	return 0
+}
+
+// redoSessions runs the session_end jobs again over each session whose
+// summary a forget removed (State.Redo), from the turns of its span that
+// remain; a session with none left needs no summary. A span leaves the
+// queue once every job has run over it; a failed run keeps it until its
+// retry.
+func (h *Hearth) redoSessions(ctx context.Context, js []*jobs.Job, now time.Time) {
+	s := h.jobs
+	s.mu.Lock()
+	redo := slices.Clone(s.st.Redo)
+	s.mu.Unlock()
+	var done []jobs.Span
+	for _, sp := range redo {
+		after := ""
+		if len(sp.From) == 26 { // from the start of its millisecond: only the shards that can hold it
+			after = sp.From[:10] + strings.Repeat("0", 16)
+		}
+		var recs []journal.Record
+		if err := h.cfg.Journal.ScanAfter(ctx, after, func(r journal.Record) error {
+			if r.IsTurn() && r.ID >= sp.From && r.ID <= sp.To {
+				recs = append(recs, r)
+			}
+			return nil
+		}); err != nil {
+			h.log.Warn("jobs: journal unreadable", "err", err)
+			return
+		}
+		ok := true
+		for _, j := range js {
+			if len(recs) == 0 {
+				break
+			}
+			key := jobs.Key(j.Name, recs[0].ID)
+			s.mu.Lock()
+			finished := s.st.Finished(j.Name, key)
+			retry, retrying := s.retryAt[j.Name]
+			s.mu.Unlock()
+			switch {
+			case finished:
+			case retrying && now.Before(retry):
+				ok = false
+			case h.runJob(ctx, j, key, recs[0].ID, recs[len(recs)-1].TS, recs).Err != nil:
+				ok = false
+			}
+		}
+		if ok {
+			if len(recs) > 0 {
+				h.log.Info("jobs: a session's summary made again without the turns forgotten", "from", recs[0].ID, "turns", len(recs))
+			}
+			done = append(done, sp)
+		}
+	}
+	if len(done) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.Redo = slices.DeleteFunc(s.st.Redo, func(sp jobs.Span) bool { return slices.Contains(done, sp) })
+	if err := s.st.Save(s.cfg.StateDir); err != nil {
+		h.log.Error("jobs: state not saved", "err", err)
+	}
 }
 
 // jobNow runs name at once over its current period.

@@ -124,7 +124,11 @@ func (h *Hearth) rewriteNote(ctx context.Context, p string) error {
 	if len(n.Sources) > 0 && n.Sources[0].Thread != "" {
 		thread = n.Sources[0].Thread
 	}
-	resp, _, err := h.curatorAsk(ctx, h.rewritePrompt(), curator.RewriteMessage(p, n.Title, string(n.Body), thread, recs),
+	// The model is shown the note's front matter (its sources now only
+	// those kept) and the records it still cites, never its old body:
+	// that holds what was forgotten.
+	seen := curator.RewriteNote{Path: p, Title: n.Title, Type: n.Type, Tags: n.Tags}
+	resp, _, err := h.curatorAsk(ctx, h.rewritePrompt(), curator.RewriteMessage(seen, thread, recs),
 		&llm.OutputSchema{Name: curator.RewriteSchemaName, Schema: curator.RewriteSchema, Strict: true})
 	if err != nil {
 		return fmt.Errorf("curator model: %w", err)

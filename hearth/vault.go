@@ -99,8 +99,9 @@ const vaultWrite = time.Minute
 
 // Propose governs p under the vault's policy and carries out the verdict:
 // applied (file, commit, ledger), queued in inbox/proposals/ for the
-// owner, or rejected with why. It runs on the commit path, serialized with
-// journal commits, after committing any edit the owner made by hand (so
+// owner, or rejected with why. It runs under the vault's mutex (vaultMu),
+// serialized with every other vault write but not with journal commits
+// (its decision's record is appended in journal order), after committing any edit the owner made by hand (so
 // a proposal made against an older file is refused, never clobbers it).
 // Every subscriber is told: ProposalQueued, or ProposalDecided.
 // An empty ID, author or creation time is filled in.
@@ -118,8 +119,8 @@ func (h *Hearth) Propose(ctx context.Context, p vault.Proposal) (ProposalOutcome
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = time.Now().UTC()
 	}
-	h.commitMu.Lock()
-	defer h.commitMu.Unlock()
+	h.vaultMu.Lock()
+	defer h.vaultMu.Unlock()
 	h.ownerEditsLocked(ctx)
 	pol, err := v.Policy()
 	if err != nil {
@@ -196,8 +197,8 @@ func (h *Hearth) DecideProposal(ctx context.Context, id string, d ProposalDecisi
 	if d.Content != "" && !d.Approve {
 		return ProposalOutcome{}, &Problem{Code: CodeBadRequest, Message: "edited content goes with an approval, not a rejection"}
 	}
-	h.commitMu.Lock()
-	defer h.commitMu.Unlock()
+	h.vaultMu.Lock()
+	defer h.vaultMu.Unlock()
 	p, err := vault.LoadProposal(v.Dir(), id)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(id, "prop_") {
@@ -233,7 +234,7 @@ func (h *Hearth) DecideProposal(ctx context.Context, id string, d ProposalDecisi
 	return out, nil
 }
 
-// rejectLocked ledgers and commits a rejection; commitMu is held. A
+// rejectLocked ledgers and commits a rejection; vaultMu is held. A
 // failure is logged: the rejection stands, and a line the ledger could
 // not commit goes in with the next commit.
 func (h *Hearth) rejectLocked(ctx context.Context, p *vault.Proposal, by, why string) {
@@ -301,7 +302,7 @@ func (h *Hearth) ReviewProposals(ctx context.Context) ([]ProposalQueued, error) 
 	return out, nil
 }
 
-// applyLocked applies p and publishes the outcome; commitMu is held. A
+// applyLocked applies p and publishes the outcome; vaultMu is held. A
 // failed git commit leaves the write saved: it is reported as a Notice and
 // the outcome says so; chat goes on.
 func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by string) (ProposalOutcome, error) {
@@ -335,8 +336,10 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 }
 
 // decidedLocked journals a proposal's decision and tells every
-// subscriber; commitMu is held, so the record is in journal order with
-// every other commit. The vault's ledger and git hold the decision
+// subscriber; vaultMu is held, and commitMu is taken for the append and
+// the event only (lock order vaultMu → commitMu), so the record is in
+// journal order with every other commit while a turn never waits for the
+// vault's git commit. The vault's ledger and git hold the decision
 // already (or the keeper commits it late): they are its truth, and the
 // journal's record, written after them, is the conversation's account of
 // it. A crash in between leaves the decision in the vault without its
@@ -344,6 +347,8 @@ func (h *Hearth) applyLocked(ctx context.Context, p *vault.Proposal, why, by str
 // record the journal cannot take is logged; the decision stands.
 func (h *Hearth) decidedLocked(ctx context.Context, out ProposalOutcome, by string) {
 	d := journal.Decision{Proposal: out.ID, Path: out.Path, Verdict: out.Decision, Why: out.Why, Commit: out.Commit}
+	h.commitMu.Lock()
+	defer h.commitMu.Unlock()
 	rec, err := h.cfg.Journal.Append(context.WithoutCancel(ctx), journal.DecisionRecord(d, by))
 	switch {
 	case err != nil:
@@ -366,7 +371,7 @@ func (h *Hearth) dropQueued(id string) error {
 // ownerEditsLocked commits, before a vault write and from the keeper,
 // the writes whose commit failed or was cut short by a crash (as their
 // authors: the vault keeps them durably) and then what the owner edited
-// by hand; commitMu is held. Failures are logged and left to the keeper's
+// by hand; vaultMu is held. Failures are logged and left to the keeper's
 // retries: the write itself decides.
 func (h *Hearth) ownerEditsLocked(ctx context.Context) {
 	late, err := h.cfg.Vault.CommitPending(ctx)
@@ -414,7 +419,7 @@ func (h *Hearth) ownerEditsLocked(ctx context.Context) {
 }
 
 // waitingLocked counts the writes waiting for a commit: each failed
-// one, and the owner's edits as one; commitMu is held.
+// one, and the owner's edits as one; vaultMu is held.
 func (h *Hearth) waitingLocked() int {
 	n, err := h.cfg.Vault.Pending()
 	if err != nil {

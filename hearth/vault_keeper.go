@@ -30,7 +30,7 @@ type VaultHealth struct {
 // vaultKeeper is the vault's background work on the commit path: the
 // owner's edits committed once serving started, and failed commits
 // retried until git takes them. Its state is guarded by mu; the work
-// itself runs under commitMu.
+// itself runs under vaultMu.
 type vaultKeeper struct {
 	wake chan struct{} // a write failed to commit: retry
 
@@ -123,11 +123,11 @@ func (h *Hearth) maintainVault(ctx context.Context) {
 }
 
 // vaultPass commits what waits (failed commits, then the owner's edits),
-// under commitMu, and says so (VaultSettled) when nothing waits any more:
+// under vaultMu, and says so (VaultSettled) when nothing waits any more:
 // after the first pass (start), or when git works again.
 func (h *Hearth) vaultPass(ctx context.Context, start bool) {
-	h.commitMu.Lock()
-	defer h.commitMu.Unlock()
+	h.vaultMu.Lock()
+	defer h.vaultMu.Unlock()
 	was := h.vaultPending()
 	h.ownerEditsLocked(ctx)
 	if (start || was) && !h.vaultPending() {

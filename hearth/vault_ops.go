@@ -166,8 +166,8 @@ func (h *Hearth) VaultWrite(ctx context.Context, w VaultWrite) (ProposalOutcome,
 	if p.Reason == "" {
 		p.Reason = "written by the owner"
 	}
-	h.commitMu.Lock()
-	defer h.commitMu.Unlock()
+	h.vaultMu.Lock()
+	defer h.vaultMu.Unlock()
 	h.ownerEditsLocked(ctx)
 	current, err := v.Read(w.Path)
 	if err != nil {

@@ -89,8 +89,8 @@ func (h *Hearth) PurgeLayer(ctx context.Context, req PurgeRequest) (PurgeResult,
 		return out, noVault()
 	}
 	dir := map[string]string{LayerKnowledge: vault.KnowledgeDir, LayerSummaries: vault.SummariesDir, LayerProposals: vault.ProposalsDir}[req.Layer]
-	h.commitMu.Lock()
-	defer h.commitMu.Unlock()
+	h.vaultMu.Lock()
+	defer h.vaultMu.Unlock()
 	// What the owner edited is committed first: history keeps it.
 	h.ownerEditsLocked(ctx)
 	var queued []vault.Proposal

@@ -33,30 +33,48 @@ const RewritePromptPath = "prompts/rewrite.system.md"
 // RewritePrompt is the rewrite pass's system prompt when the vault has no
 // prompts/rewrite.system.md (the shipped file says the same).
 const RewritePrompt = `You keep a personal memory. The person asked it to forget some of
-what they said. A note was made partly from those words; the records it
-still rests on are shown, each under its id.
+what they said. A note was made partly from those words. Its old text is
+not shown, since it holds what was forgotten: only its title, type and
+tags, and the records it still rests on, each under its id.
 
-- rewrite: the note again, saying only what the records shown support.
-  Drop every fact, name, detail and quote that comes only from what was
-  forgotten, and do not hint at it ("something was removed" is enough in
-  the reason, never in the note). Keep the title if it still fits.
-- remove: when the records shown support nothing the note says.
+- rewrite: the note again, from the records shown alone, saying only
+  what they support. Do not hint at anything else ("something was
+  removed" is enough in the reason, never in the note). Keep the title
+  if the records shown support it; otherwise write one they do.
+- remove: when the records shown support nothing worth keeping.
 - reason: one sentence on what kind of thing was taken out, without
   repeating it.
 `
 
-// RewriteMessage renders what the rewrite pass reads: the note as it is
-// (path, title, body) and the records it still rests on.
-func RewriteMessage(path, title, body, thread string, recs []journal.Record) string {
+// RewriteNote is what the rewrite pass may see of a note some of whose
+// sources the owner forgot: its front matter without the forgotten
+// sources. Never its old text, which holds what was forgotten.
+type RewriteNote struct {
+	Path, Title, Type string
+	Tags              []string
+}
+
+// RewriteMessage renders what the rewrite pass reads: what it may see of
+// the note (n) and the records it still rests on, read from the journal.
+func RewriteMessage(n RewriteNote, thread string, recs []journal.Record) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## The note %s\nTitle: %s\n\n%s\n\n", path, strings.TrimSpace(title), strings.TrimSpace(body))
-	b.WriteString("## The records it still rests on\n")
+	fmt.Fprintf(&b, "## The note %s\nTitle: %s\nType: %s\n", n.Path, strings.TrimSpace(n.Title), strings.TrimSpace(n.Type))
+	if len(n.Tags) > 0 {
+		fmt.Fprintf(&b, "Tags: %s\n", strings.Join(n.Tags, ", "))
+	}
+	b.WriteString("(Its old text is not shown: it holds what was forgotten.)\n\n")
+	fmt.Fprintf(&b, "## The records it still rests on (conversation %q)\n", thread)
 	if len(recs) == 0 {
 		b.WriteString("(none)\n")
-	} else {
-		b.WriteString(Message(thread, recs, 0))
 	}
-	b.WriteString("\nAnswer in the schema: rewrite the note without what was forgotten, or remove it.\n")
+	for _, r := range recs {
+		role := r.Role
+		if r.Tool != nil {
+			role = "tool " + r.Tool.Name
+		}
+		fmt.Fprintf(&b, "[%s] %s: %s\n", r.ID, role, strings.TrimSpace(r.Text))
+	}
+	b.WriteString("\nAnswer in the schema: write the note again from these records alone, or remove it.\n")
 	return b.String()
 }
 

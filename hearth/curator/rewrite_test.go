@@ -1,8 +1,12 @@
 package curator
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mnemo/mnemo/memory/journal"
 )
 
 func TestDecodeRewrite(t *testing.T) {
@@ -53,4 +57,34 @@ func FuzzDecodeRewrite(f *testing.F) {
 			t.Fatalf("decoded an incomplete rewrite: %+v", r)
 		}
 	})
+}
+
+// TestRewriteMessageGolden: what the rewrite pass is sent, system prompt
+// and message, for a note two of whose three sources were forgotten: its
+// title, type and tags and the record it still cites, never its old
+// text. The shipped prompts/rewrite.system.md says what RewritePrompt
+// says. go test -run RewriteMessage -update rewrites the golden file.
+func TestRewriteMessageGolden(t *testing.T) {
+	recs := []journal.Record{{ID: "01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Role: "user", Mode: "text", Text: "The tomatoes go along the south fence."}}
+	got := RewritePrompt + "\n---\n" + RewriteMessage(RewriteNote{Path: "knowledge/projects/garden.md", Title: "Garden", Type: "project", Tags: []string{"garden", "spring"}}, "main", recs)
+	golden := filepath.Join("testdata", "prompt", "rewrite.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("rewrite request differs from %s (-update to accept):\n%s", golden, got)
+	}
+	shipped, err := os.ReadFile("../../data/vault/prompts/rewrite.system.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(shipped) != RewritePrompt {
+		t.Errorf("the shipped prompts/rewrite.system.md is not RewritePrompt:\n%s", shipped)
+	}
 }

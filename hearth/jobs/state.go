@@ -41,6 +41,16 @@ type State struct {
 	Last map[string]Run      `json:"last"`
 	// SessionCursor is the last journal record a session_end run covered.
 	SessionCursor string `json:"session_cursor,omitempty"`
+	// Redo are the sessions whose summary a forget removed: the
+	// session_end jobs run again over the turns of each that remain.
+	Redo []Span `json:"redo,omitempty"`
+}
+
+// Span is a session by the first and the last journal record its summary
+// covered.
+type Span struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // LoadState reads dir/StateFile; a missing file is an empty state.
