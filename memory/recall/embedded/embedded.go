@@ -348,7 +348,7 @@ func (ix *Index) loadSnapshot(f *os.File, total int64) (*state, int64) {
 	col := func(off, n, capBytes int, hot bool) ([]byte, func(), error) {
 		return mapColumn(sf, int64(off), n, capBytes, hot)
 	}
-	st, h, err := decodeSnapshot(b, ix.dim, col)
+	st, h, err := decodeSnapshot(b, sf, ix.dim, col)
 	if err == nil {
 		if err = matchFile(f, total, h); err != nil {
 			st.release()
@@ -395,6 +395,13 @@ func (ix *Index) snapshotLocked() error {
 	if err := ix.syncLocked(); err != nil {
 		return err
 	}
+	// A list not yet checked is checked now: written out, damage would
+	// get fresh checksums.
+	if err := ix.st.checkAll(); err != nil {
+		if err := ix.replaySnapshotLocked(ix.st, err); err != nil {
+			return err
+		}
+	}
 	h := snapHead{covers: uint64(ix.size), lastOff: ix.lastOff}
 	if ix.size > headerSize {
 		if _, err := ix.f.ReadAt(h.lastFrame[:], int64(ix.lastOff)); err != nil {
@@ -439,6 +446,29 @@ func (ix *Index) snapshotLocked() error {
 		return fmt.Errorf("embedded: snapshot %s: %w", ix.snapPath, err)
 	}
 	ix.sinceSnap = 0
+	return nil
+}
+
+// replaySnapshotLocked answers a snapshot found damaged after open (a
+// postings list whose check failed at first use) as Open answers one
+// damaged at open: the snapshot is removed and the state rebuilt by
+// replaying the whole record file. st is the state the damage was found
+// in; when it is no longer the index's, another caller did this already.
+func (ix *Index) replaySnapshotLocked(st *state, damage error) error {
+	if ix.st != st || ix.closed {
+		return nil
+	}
+	ix.log.Warn("recall index: snapshot damaged, replaying the index file", "path", ix.snapPath, "err", damage)
+	if err := os.Remove(ix.snapPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		ix.log.Warn("recall index: remove snapshot", "path", ix.snapPath, "err", err)
+	}
+	if err := ix.syncLocked(); err != nil {
+		return err
+	}
+	ix.sinceSnap = 0
+	if err := ix.replay(ix.f, ix.newState(), headerSize, ix.size); err != nil {
+		return fmt.Errorf("embedded: replay after a damaged snapshot: %w", err)
+	}
 	return nil
 }
 
@@ -732,19 +762,45 @@ func (ix *Index) Compact(ctx context.Context) error {
 }
 
 // Lexical implements recall.Index.
+// A postings list of the snapshot found damaged at its first use makes
+// the index replay its record file (see replaySnapshotLocked) and the
+// query run again on the rebuilt state: no query uses a list whose check
+// failed.
 func (ix *Index) Lexical(ctx context.Context, query string, k int, f recall.Filter) ([]recall.Scored, error) {
+	out, st, err := ix.lexical(query, k, f)
+	var damage *snapshotDamage
+	if errors.As(err, &damage) {
+		ix.mu.Lock()
+		err = ix.replaySnapshotLocked(st, err)
+		ix.mu.Unlock()
+		if err == nil {
+			out, _, err = ix.lexical(query, k, f)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// lexical runs a lexical query on the current state, which it returns.
+func (ix *Index) lexical(query string, k int, f recall.Filter) ([]recall.Scored, *state, error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if err := ix.checkLocked(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cf, ok := ix.st.compile(f)
 	if !ok {
-		return nil, nil
+		return nil, ix.st, nil
 	}
 	sc := ix.scratch.Get().(*scratch)
 	defer ix.scratch.Put(sc)
-	return ix.scoredLocked(ix.st.lexical(query, k, cf, sc, ix.procs)), nil
+	hits, err := ix.st.lexical(query, k, cf, sc, ix.procs)
+	if err != nil {
+		return nil, ix.st, err
+	}
+	return ix.scoredLocked(hits), ix.st, nil
 }
 
 // Vector implements recall.Index. Scores are cosine similarities computed

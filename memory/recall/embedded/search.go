@@ -48,10 +48,11 @@ func workers(n, threshold, procs int) int {
 	return max(1, min(procs, n/(threshold/2)))
 }
 
-// lexical ranks live documents by BM25 over the terms of query.
-func (st *state) lexical(query string, k int, f *filter, sc *scratch, procs int) []hit {
+// lexical ranks live documents by BM25 over the terms of query. Its
+// error is a snapshot's postings found corrupt (a *snapshotDamage).
+func (st *state) lexical(query string, k int, f *filter, sc *scratch, procs int) ([]hit, error) {
 	if k <= 0 || st.live == 0 {
-		return nil
+		return nil, nil
 	}
 	sc.toks = recall.AppendTokens(sc.toks[:0], query)
 	terms, qtfs := termFreqs(sc.toks, sc.tfs)
@@ -64,6 +65,9 @@ func (st *state) lexical(query string, k int, f *filter, sc *scratch, procs int)
 		if !ok || st.posts[ti].live == 0 {
 			continue
 		}
+		if err := st.checkTerm(ti); err != nil {
+			return nil, err
+		}
 		p := &st.posts[ti]
 		df := float64(p.live)
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
@@ -71,7 +75,7 @@ func (st *state) lexical(query string, k int, f *filter, sc *scratch, procs int)
 		work += p.len()
 	}
 	if len(qs) == 0 {
-		return nil
+		return nil, nil
 	}
 	avgdl := float64(st.totalDL) / n
 	if avgdl == 0 {
@@ -129,7 +133,7 @@ func (st *state) lexical(query string, k int, f *filter, sc *scratch, procs int)
 	for _, t := range tops[1:] {
 		tops[0].merge(t)
 	}
-	return tops[0].sorted()
+	return tops[0].sorted(), nil
 }
 
 // parallel runs fn over p contiguous ranges of [0, n), the first on the

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"hash"
 	"hash/crc32"
+	"io"
 	"math"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -33,22 +35,34 @@ import (
 //
 // The sections, in order: interned strings, meta values, meta record
 // sizes, ids, attrs, slots, the id table, vector rows, vector words, terms
-// (each with its postings' count and live count), the postings' slot
-// numbers (u32) and their term frequencies (u8). Every section's data
-// starts on a page boundary, so that Open uses them in place: the
-// postings, ids and id table in a read-only mapping of the file (a query
-// reads only its terms' lists), and the columns that change and grow —
-// attrs, slots, vector rows and words, in this machine's layout of the
-// structs — each in a private writable mapping with room to grow (see
-// mapColumn). Version 1 decoded every column onto the heap and built the
-// id map at open; its snapshots are replaced (the file is replayed once).
+// (each with its postings' count, live count and the CRC of its list),
+// the postings' slot numbers (u32) and their term frequencies (u8). Every
+// section's data starts on a page boundary, so that Open uses them in
+// place: the postings, ids and id table in a read-only mapping of the
+// file (a query reads only its terms' lists), and the columns that change
+// and grow — attrs, slots, vector rows and words, in this machine's layout
+// of the structs — each in a private writable mapping with room to grow
+// (see mapColumn). Version 1 decoded every column onto the heap and built
+// the id map at open; version 2 had no CRC per term and checked every
+// list at open. Older snapshots are replaced (the file is replayed once).
+//
+// What Open checks, and when: the header, every section's length, and
+// the small sections (strings, meta, terms) through the mapping; the ids,
+// attrs, slots and id table read through the file in 1 MiB chunks (CRC
+// and every cross-reference), so that neither the mapping nor the
+// columns are brought into memory by the check; the vector rows and words
+// after reading them into memory. A postings list (slot numbers and
+// frequencies) is checked, CRC and order, the first time a query or a
+// snapshot uses it (lazyCheck): open reads none of them. A list found
+// damaged then is treated as a damaged snapshot at open is: the snapshot
+// is removed and the record file replayed before anything uses the list.
 //
 // The id table is open addressing with linear probing over a power of
 // two of u32 entries, slot+1 (0 empty), at FNV-1a of the id: it finds a
 // document by id from the mapping, without a map built at open.
 const (
 	snapMagic   = "mnemosnp"
-	snapVersion = 2
+	snapVersion = 3
 	snapHeader  = 64
 	snapAlign   = 4096
 )
@@ -295,16 +309,18 @@ func writeSnapshot(w *bufio.Writer, st *state, h snapHead) error {
 	}
 	var termBytes, postings uint64
 	for i, t := range names {
-		termBytes += uint64(uvarintLen(uint64(len(t)))+len(t)) + 8
+		termBytes += uint64(uvarintLen(uint64(len(t)))+len(t)) + 12
 		postings += uint64(st.posts[i].len())
 	}
 	var tb []byte
 	sw.begin(termBytes)
 	for i, t := range names {
+		p := &st.posts[i]
 		tb = binary.AppendUvarint(tb, uint64(len(t)))
 		tb = append(tb, t...)
-		tb = binary.LittleEndian.AppendUint32(tb, uint32(st.posts[i].len()))
-		tb = binary.LittleEndian.AppendUint32(tb, st.posts[i].live)
+		tb = binary.LittleEndian.AppendUint32(tb, uint32(p.len()))
+		tb = binary.LittleEndian.AppendUint32(tb, p.live)
+		tb = binary.LittleEndian.AppendUint32(tb, termCRC(p.slots, p.more, p.tfs, p.moreTfs))
 		if len(tb) >= 64<<10 {
 			sw.write(tb)
 			tb = tb[:0]
@@ -329,35 +345,157 @@ func writeSnapshot(w *bufio.Writer, st *state, h snapHead) error {
 	return sw.err
 }
 
-// snapReader reads sections from a snapshot in memory.
+// snapReader reads sections from a snapshot: b is the whole snapshot
+// (mapped), r reads the same bytes without touching the mapping.
 type snapReader struct {
 	b   []byte
+	r   io.ReaderAt
 	off int
-	at  int // where the last section's data starts
+	at  int    // where the last section's data starts
+	buf []byte // for check
 }
 
-// section returns the next section's data, its checksum checked.
-func (sr *snapReader) section(what string) ([]byte, error) {
+// next returns the next section's data and its stored checksum, not yet
+// checked.
+func (sr *snapReader) next(what string) ([]byte, uint32, error) {
 	if len(sr.b)-sr.off < 8 {
-		return nil, fmt.Errorf("snapshot: %s: truncated: %w", what, ErrCorrupt)
+		return nil, 0, fmt.Errorf("snapshot: %s: truncated: %w", what, ErrCorrupt)
 	}
 	n := binary.LittleEndian.Uint64(sr.b[sr.off:])
 	start := sr.off + 8 + int(alignPad(uint64(sr.off+8)))
 	if start > len(sr.b) {
-		return nil, fmt.Errorf("snapshot: %s: truncated: %w", what, ErrCorrupt)
+		return nil, 0, fmt.Errorf("snapshot: %s: truncated: %w", what, ErrCorrupt)
 	}
 	padded := n + (8-n%8)%8
 	if padded < n || padded > uint64(len(sr.b)-start) || uint64(len(sr.b)-start)-padded < 8 {
-		return nil, fmt.Errorf("snapshot: %s: length %d past the end: %w", what, n, ErrCorrupt)
+		return nil, 0, fmt.Errorf("snapshot: %s: length %d past the end: %w", what, n, ErrCorrupt)
 	}
 	data := sr.b[start : start+int(n) : start+int(n)]
 	tail := start + int(padded)
-	if got, want := binary.LittleEndian.Uint32(sr.b[tail:]), crc32.Checksum(data, castagnoli); got != want {
-		return nil, fmt.Errorf("snapshot: %s: crc %#x, want %#x: %w", what, got, want, ErrCorrupt)
-	}
 	sr.off = tail + 8
 	sr.at = start
+	return data, binary.LittleEndian.Uint32(sr.b[tail:]), nil
+}
+
+func crcError(what string, got, want uint32) error {
+	return fmt.Errorf("snapshot: %s: crc %#x, want %#x: %w", what, got, want, ErrCorrupt)
+}
+
+// section returns the next section's data, its checksum checked through
+// the mapping (for the small sections).
+func (sr *snapReader) section(what string) ([]byte, error) {
+	data, want, err := sr.next(what)
+	if err != nil {
+		return nil, err
+	}
+	if got := crc32.Checksum(data, castagnoli); got != want {
+		return nil, crcError(what, got, want)
+	}
 	return data, nil
+}
+
+// checkChunk is how many bytes check reads at a time.
+const checkChunk = 1 << 20
+
+// check returns the next section's data after reading it through r, in
+// chunks of whole units (unit bytes each, 1 for none), checking its
+// checksum and handing each chunk to visit (when not nil) with the number
+// of its first unit. The mapping is not touched: a check reads the page
+// cache, not the process's resident set, and the pages stay out of it
+// until a query uses them. The data is trusted only when check returns
+// no error.
+func (sr *snapReader) check(what string, unit int, visit func(chunk []byte, first int) error) ([]byte, error) {
+	data, want, err := sr.next(what)
+	if err != nil {
+		return nil, err
+	}
+	unit = max(unit, 1)
+	if len(data)%unit != 0 {
+		return nil, errSnap("%s: %d bytes, not whole records of %d", what, len(data), unit)
+	}
+	step := max(checkChunk/unit, 1) * unit
+	if len(sr.buf) < step {
+		sr.buf = make([]byte, step)
+	}
+	var crc uint32
+	for pos := 0; pos < len(data); pos += step {
+		c := sr.buf[:min(step, len(data)-pos)]
+		if _, err := sr.r.ReadAt(c, int64(sr.at+pos)); err != nil {
+			return nil, fmt.Errorf("snapshot: %s: read: %v: %w", what, err, ErrCorrupt)
+		}
+		crc = crc32.Update(crc, castagnoli, c)
+		if visit != nil {
+			if err := visit(c, pos/unit); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if crc != want {
+		return nil, crcError(what, crc, want)
+	}
+	return data, nil
+}
+
+// termCRC is a term's checksum in the terms section: its slot numbers
+// (little-endian u32) then its frequencies, each in two runs.
+func termCRC(slots, more []uint32, tfs, moreTfs []uint8) uint32 {
+	crc := crc32.Update(0, castagnoli, bytesOf(slots))
+	crc = crc32.Update(crc, castagnoli, bytesOf(more))
+	crc = crc32.Update(crc, castagnoli, tfs)
+	return crc32.Update(crc, castagnoli, moreTfs)
+}
+
+// lazyCheck is what is left to check of a snapshot's postings: each
+// term's list is checked (its checksum, its order, its range) the first
+// time it is used, not at open, so that opening a large index reads none
+// of them. A list is used by nothing before its check passes.
+type lazyCheck struct {
+	crcs  []uint32        // by term, the snapshot's terms
+	done  []atomic.Uint32 // 1 once checked
+	slots uint32          // the snapshot's slots: every posting is below
+}
+
+// snapshotDamage is a snapshot found corrupt after open. It carries
+// ErrCorrupt; Index answers it by replaying the record file.
+type snapshotDamage struct{ err error }
+
+func (e *snapshotDamage) Error() string { return e.err.Error() }
+func (e *snapshotDamage) Unwrap() error { return e.err }
+
+// checkTerm checks term ti's postings from the snapshot unless that was
+// done. Concurrent calls may check the same list twice, never use it
+// unchecked.
+func (st *state) checkTerm(ti uint32) error {
+	lc := st.lazy
+	if lc == nil || int(ti) >= len(lc.crcs) || lc.done[ti].Load() != 0 {
+		return nil
+	}
+	p := &st.posts[ti]
+	if got := termCRC(p.slots, nil, p.tfs, nil); got != lc.crcs[ti] {
+		return &snapshotDamage{errSnap("term %d: postings crc %#x, want %#x", ti, got, lc.crcs[ti])}
+	}
+	for j, s := range p.slots {
+		if s >= lc.slots || j > 0 && s <= p.slots[j-1] {
+			return &snapshotDamage{errSnap("term %d: posting %d out of order or range", ti, s)}
+		}
+	}
+	lc.done[ti].Store(1)
+	return nil
+}
+
+// checkAll checks every postings list not yet checked: before the state
+// is written out again, which must not carry damage into a snapshot with
+// fresh checksums.
+func (st *state) checkAll() error {
+	if st.lazy == nil {
+		return nil
+	}
+	for ti := range st.lazy.crcs {
+		if err := st.checkTerm(uint32(ti)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // columnFunc returns the n bytes of a snapshot at off (a page boundary) as
@@ -456,14 +594,16 @@ func u64s(b []byte) []uint64 {
 	return out
 }
 
-// decodeSnapshot decodes a snapshot of an index of dimension dim. The
-// state's postings, ids and id table alias b, which must outlive it and
-// never change (they are only ever appended to, and an append to a full
-// slice copies); its attrs, slots, vector rows and words come from col. It
-// checks every checksum and every cross-reference, so that a snapshot
-// that passes cannot make a query index out of range. The state's release
-// frees the columns.
-func decodeSnapshot(b []byte, dim int, col columnFunc) (*state, snapHead, error) {
+// decodeSnapshot decodes a snapshot of an index of dimension dim; r reads
+// the same bytes as b. The state's postings, ids and id table alias b,
+// which must outlive it and never change (they are only ever appended to,
+// and an append to a full slice copies); its attrs, slots, vector rows
+// and words come from col. It checks every checksum and cross-reference
+// of what it uses, so that a snapshot that passes cannot make a query
+// index out of range, except the postings: each term's list is checked
+// the first time it is used (see lazyCheck). The state's release frees
+// the columns.
+func decodeSnapshot(b []byte, r io.ReaderAt, dim int, col columnFunc) (*state, snapHead, error) {
 	h, err := decodeSnapHead(b)
 	if err != nil {
 		return nil, h, err
@@ -475,7 +615,7 @@ func decodeSnapshot(b []byte, dim int, col columnFunc) (*state, snapHead, error)
 		return nil, h, errSnap("a snapshot is used in place on little-endian machines only")
 	}
 	var releases []func()
-	st, err := decodeSections(b, h, col, &releases)
+	st, err := decodeSections(b, r, h, col, &releases)
 	if err != nil {
 		for _, r := range releases {
 			r()
@@ -490,16 +630,15 @@ func decodeSnapshot(b []byte, dim int, col columnFunc) (*state, snapHead, error)
 	return st, h, nil
 }
 
-func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*state, error) {
+func decodeSections(b []byte, r io.ReaderAt, h snapHead, col columnFunc, releases *[]func()) (*state, error) {
 	dim := h.dim
-	sr := &snapReader{b: b, off: snapHeader}
+	sr := &snapReader{b: b, r: r, off: snapHeader}
 	st := newState(dim)
-	sec := func(what string, unit int, count uint32) ([]byte, error) {
-		data, err := sr.section(what)
-		if err == nil && unit > 0 && uint64(len(data)) != uint64(unit)*uint64(count) {
-			err = errSnap("%s: %d bytes for %d", what, len(data), count)
+	count := func(what string, data []byte, unit int, n uint32) error {
+		if uint64(len(data)) != uint64(unit)*uint64(n) {
+			return errSnap("%s: %d bytes for %d", what, len(data), n)
 		}
-		return data, err
+		return nil
 	}
 	column := func(data []byte, unit int, hot bool) ([]byte, error) {
 		c, release, err := col(sr.at, len(data), growRoom(len(data), unit), hot)
@@ -510,7 +649,7 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 		return c, nil
 	}
 
-	data, err := sec("strings", 0, 0)
+	data, err := sr.section("strings")
 	if err != nil {
 		return nil, err
 	}
@@ -530,7 +669,7 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 	}
 	nstrs := uint32(len(st.strs.strs))
 
-	if data, err = sec("meta", 0, 0); err != nil {
+	if data, err = sr.section("meta"); err != nil {
 		return nil, err
 	}
 	kv, err := decodeStrings(data, "meta")
@@ -540,7 +679,10 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 	if len(kv)%2 != 0 {
 		return nil, errSnap("meta: odd number of strings")
 	}
-	if data, err = sec("meta sizes", 4, uint32(len(kv)/2)); err != nil {
+	if data, err = sr.section("meta sizes"); err != nil {
+		return nil, err
+	}
+	if err := count("meta sizes", data, 4, uint32(len(kv)/2)); err != nil {
 		return nil, err
 	}
 	var live int64 = headerSize
@@ -553,7 +695,7 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 		live += int64(n)
 	}
 
-	ids, err := sec("ids", 0, 0)
+	ids, err := sr.check("ids", 1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -561,32 +703,45 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 		return nil, errSnap("ids of %d bytes", len(ids))
 	}
 
-	if data, err = sec("attrs", snapAttr, h.slots); err != nil {
+	// The big columns are checked through r, so that neither the mapping
+	// nor the columns are read at open; what the checks need later is
+	// kept aside (dead, rowOf, seen).
+	dead := make([]bool, h.slots)
+	data, err = sr.check("attrs", snapAttr, func(c []byte, first int) error {
+		if first+len(c)/snapAttr > len(dead) {
+			return errSnap("attrs: more than %d", h.slots)
+		}
+		for j := range len(c) / snapAttr {
+			i := first + j
+			p := c[j*snapAttr:]
+			a := attr{
+				session: binary.LittleEndian.Uint32(p[8:]),
+				role:    binary.LittleEndian.Uint32(p[12:]),
+				kind:    binary.LittleEndian.Uint32(p[16:]),
+				dl:      binary.LittleEndian.Uint32(p[20:]),
+			}
+			switch p[24] {
+			case 0:
+			case 1:
+				dead[i] = true
+			default:
+				return errSnap("slot %d: dead flag %d", i, p[24])
+			}
+			if a.session >= nstrs || a.role >= nstrs || a.kind >= nstrs {
+				return errSnap("slot %d: label out of range", i)
+			}
+			if !dead[i] {
+				st.live++
+				st.totalDL += uint64(a.dl)
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	dead := make([]bool, h.slots) // read from b: the columns stay untouched
-	for i := range dead {
-		p := data[i*snapAttr:]
-		a := attr{
-			session: binary.LittleEndian.Uint32(p[8:]),
-			role:    binary.LittleEndian.Uint32(p[12:]),
-			kind:    binary.LittleEndian.Uint32(p[16:]),
-			dl:      binary.LittleEndian.Uint32(p[20:]),
-		}
-		switch p[24] {
-		case 0:
-		case 1:
-			dead[i] = true
-		default:
-			return nil, errSnap("slot %d: dead flag %d", i, p[24])
-		}
-		if a.session >= nstrs || a.role >= nstrs || a.kind >= nstrs {
-			return nil, errSnap("slot %d: label out of range", i)
-		}
-		if !dead[i] {
-			st.live++
-			st.totalDL += uint64(a.dl)
-		}
+	if err := count("attrs", data, snapAttr, h.slots); err != nil {
+		return nil, err
 	}
 	c, err := column(data, snapAttr, false)
 	if err != nil {
@@ -594,40 +749,50 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 	}
 	st.attrs = viewAs[attr](c)
 
-	if data, err = sec("slots", snapSlot, h.slots); err != nil {
-		return nil, err
-	}
 	rowOf := make([]int32, h.slots)
 	var idOff uint64
-	for i := range rowOf {
-		p := data[i*snapSlot:]
-		s := slot{
-			rec:      binary.LittleEndian.Uint64(p),
-			off:      binary.LittleEndian.Uint64(p[8:]),
-			idLen:    binary.LittleEndian.Uint32(p[16:]),
-			mode:     binary.LittleEndian.Uint32(p[20:]),
-			channel:  binary.LittleEndian.Uint32(p[24:]),
-			salience: math.Float32frombits(binary.LittleEndian.Uint32(p[28:])),
-			row:      int32(binary.LittleEndian.Uint32(p[32:])),
-			recSize:  binary.LittleEndian.Uint32(p[36:]),
+	data, err = sr.check("slots", snapSlot, func(c []byte, first int) error {
+		if first+len(c)/snapSlot > len(rowOf) {
+			return errSnap("slots: more than %d", h.slots)
 		}
-		if s.mode >= nstrs || s.channel >= nstrs || !finite(s.salience) {
-			return nil, errSnap("slot %d: label or salience out of range", i)
+		for j := range len(c) / snapSlot {
+			i := first + j
+			p := c[j*snapSlot:]
+			s := slot{
+				rec:      binary.LittleEndian.Uint64(p),
+				off:      binary.LittleEndian.Uint64(p[8:]),
+				idLen:    binary.LittleEndian.Uint32(p[16:]),
+				mode:     binary.LittleEndian.Uint32(p[20:]),
+				channel:  binary.LittleEndian.Uint32(p[24:]),
+				salience: math.Float32frombits(binary.LittleEndian.Uint32(p[28:])),
+				row:      int32(binary.LittleEndian.Uint32(p[32:])),
+				recSize:  binary.LittleEndian.Uint32(p[36:]),
+			}
+			if s.mode >= nstrs || s.channel >= nstrs || !finite(s.salience) {
+				return errSnap("slot %d: label or salience out of range", i)
+			}
+			if s.row < -1 || int64(s.row) >= int64(h.rows) {
+				return errSnap("slot %d: row %d of %d", i, s.row, h.rows)
+			}
+			if s.recSize < recHeader || s.rec < headerSize || s.rec > h.covers || uint64(s.recSize) > h.covers-s.rec {
+				return errSnap("slot %d: record %d+%d outside %d", i, s.rec, s.recSize, h.covers)
+			}
+			if s.off != idOff || uint64(s.idLen) > uint64(len(ids))-idOff {
+				return errSnap("slot %d: id at %d+%d, expected at %d of %d", i, s.off, s.idLen, idOff, len(ids))
+			}
+			idOff += uint64(s.idLen)
+			rowOf[i] = s.row
+			if !dead[i] {
+				live += int64(s.recSize)
+			}
 		}
-		if s.row < -1 || int64(s.row) >= int64(h.rows) {
-			return nil, errSnap("slot %d: row %d of %d", i, s.row, h.rows)
-		}
-		if s.recSize < recHeader || s.rec < headerSize || s.rec > h.covers || uint64(s.recSize) > h.covers-s.rec {
-			return nil, errSnap("slot %d: record %d+%d outside %d", i, s.rec, s.recSize, h.covers)
-		}
-		if s.off != idOff || uint64(s.idLen) > uint64(len(ids))-idOff {
-			return nil, errSnap("slot %d: id at %d+%d, expected at %d of %d", i, s.off, s.idLen, idOff, len(ids))
-		}
-		idOff += uint64(s.idLen)
-		rowOf[i] = s.row
-		if !dead[i] {
-			live += int64(s.recSize)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := count("slots", data, snapSlot, h.slots); err != nil {
+		return nil, err
 	}
 	if idOff != uint64(len(ids)) {
 		return nil, errSnap("ids of %d bytes, slots use %d", len(ids), idOff)
@@ -641,36 +806,58 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 	st.arena.chunks = [][]byte{ids}
 	st.liveBytes = live
 
-	if data, err = sec("id table", 0, 0); err != nil {
+	seen := make([]bool, h.slots)
+	entries := 0
+	data, err = sr.check("id table", 4, func(c []byte, _ int) error {
+		for j := 0; j < len(c); j += 4 {
+			e := binary.LittleEndian.Uint32(c[j:])
+			if e == 0 {
+				continue
+			}
+			s := e - 1
+			if s >= h.slots || dead[s] || seen[s] {
+				return errSnap("id table names slot %d", s)
+			}
+			seen[s] = true
+			entries++
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	table := u32s(data)
-	if n := len(table); len(data)%4 != 0 || n&(n-1) != 0 || n > 0 && n < 2*st.live || n == 0 && st.live > 0 {
+	if n := len(table); n&(n-1) != 0 || n > 0 && n < 2*st.live || n == 0 && st.live > 0 {
 		return nil, errSnap("id table of %d bytes for %d documents", len(data), st.live)
-	}
-	seen := make([]bool, h.slots)
-	entries := 0
-	for _, e := range table {
-		if e == 0 {
-			continue
-		}
-		s := e - 1
-		if s >= h.slots || dead[s] || seen[s] {
-			return nil, errSnap("id table names slot %d", s)
-		}
-		seen[s] = true
-		entries++
 	}
 	if entries != st.live {
 		return nil, errSnap("id table holds %d of %d documents", entries, st.live)
 	}
 	st.ids.table = table
 
-	if data, err = sec("rows", snapRow, h.rows); err != nil {
+	// The vector columns are read whole into memory (hot): checked there.
+	hot := func(what string, unit int, n uint32) ([]byte, error) {
+		data, want, err := sr.next(what)
+		if err != nil {
+			return nil, err
+		}
+		if err := count(what, data, unit, n); err != nil {
+			return nil, err
+		}
+		c, err := column(data, unit, true)
+		if err != nil {
+			return nil, err
+		}
+		if got := crc32.Checksum(c, castagnoli); got != want {
+			return nil, crcError(what, got, want)
+		}
+		return c, nil
+	}
+	if c, err = hot("rows", snapRow, h.rows); err != nil {
 		return nil, err
 	}
 	for i := range h.rows {
-		p := data[int(i)*snapRow:]
+		p := c[int(i)*snapRow:]
 		r := rowMeta{
 			min:  math.Float32frombits(binary.LittleEndian.Uint32(p)),
 			step: math.Float32frombits(binary.LittleEndian.Uint32(p[4:])),
@@ -692,28 +879,23 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 			return nil, errSnap("slot %d: row %d belongs to another", i, r)
 		}
 	}
-	if c, err = column(data, snapRow, true); err != nil {
-		return nil, err
-	}
 	st.vecs.rows = viewAs[rowMeta](c)
-	if data, err = sec("words", st.vecs.wpr*8, h.rows); err != nil {
-		return nil, err
-	}
-	if c, err = column(data, st.vecs.wpr*8, true); err != nil {
+	if c, err = hot("words", st.vecs.wpr*8, h.rows); err != nil {
 		return nil, err
 	}
 	st.vecs.words = viewAs[uint64](c)
 
-	if data, err = sec("terms", 0, 0); err != nil {
+	if data, err = sr.section("terms"); err != nil {
 		return nil, err
 	}
 	type termCount struct{ n, live uint32 }
 	counts := make([]termCount, 0, h.terms)
+	lc := &lazyCheck{crcs: make([]uint32, 0, h.terms), slots: h.slots}
 	st.posts = make([]postings, 0, h.terms)
 	d := decoder{b: data}
 	for len(d.b) > 0 && d.err == nil {
 		t := d.string("term")
-		n, lv := d.u32("term postings"), d.u32("term live")
+		n, lv, crc := d.u32("term postings"), d.u32("term live"), d.u32("term crc")
 		if d.err != nil {
 			break
 		}
@@ -722,6 +904,7 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 		}
 		st.terms[strings.Clone(t)] = uint32(len(counts))
 		counts = append(counts, termCount{n, lv})
+		lc.crcs = append(lc.crcs, crc)
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("snapshot: %w", d.err)
@@ -736,14 +919,16 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 	if total > uint64(math.MaxInt)/4 {
 		return nil, errSnap("%d postings", total)
 	}
-	if data, err = sec("postings", 4, uint32(min(total, math.MaxUint32))); err != nil || uint64(len(data)) != 4*total {
-		if err == nil {
-			err = errSnap("postings: %d bytes for %d", len(data), total)
-		}
+	// The postings and their frequencies: their lengths are checked
+	// here, their contents term by term at first use.
+	if data, _, err = sr.next("postings"); err != nil {
 		return nil, err
 	}
+	if uint64(len(data)) != 4*total {
+		return nil, errSnap("postings: %d bytes for %d", len(data), total)
+	}
 	slots := u32s(data)
-	tfs, err := sr.section("frequencies")
+	tfs, _, err := sr.next("frequencies")
 	if err != nil {
 		return nil, err
 	}
@@ -751,16 +936,13 @@ func decodeSections(b []byte, h snapHead, col columnFunc, releases *[]func()) (*
 		return nil, errSnap("frequencies: %d for %d postings", len(tfs), total)
 	}
 	var at uint64
-	for i, c := range counts {
-		ps := slots[at : at+uint64(c.n) : at+uint64(c.n)]
-		for j, s := range ps {
-			if s >= h.slots || j > 0 && s <= ps[j-1] {
-				return nil, errSnap("term %d: posting %d out of order or range", i, s)
-			}
-		}
-		st.posts = append(st.posts, postings{slots: ps, tfs: tfs[at : at+uint64(c.n) : at+uint64(c.n)], live: c.live})
-		at += uint64(c.n)
+	for _, c := range counts {
+		end := at + uint64(c.n)
+		st.posts = append(st.posts, postings{slots: slots[at:end:end], tfs: tfs[at:end:end], live: c.live})
+		at = end
 	}
+	lc.done = make([]atomic.Uint32, len(lc.crcs))
+	st.lazy = lc
 	st.postCount = int64(total)
 	if sr.off != len(b) {
 		return nil, errSnap("%d bytes after the last section", len(b)-sr.off)

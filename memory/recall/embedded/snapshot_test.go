@@ -160,7 +160,8 @@ func TestSnapshotReopen(t *testing.T) {
 	}{
 		{name: "intact", loaded: true},
 		{name: "missing", after: func(t *testing.T, dir string) { os.Remove(snapOf(dir)) }},
-		{name: "flipped byte in the postings", after: damage(func(b []byte) []byte { b[len(b)-40] ^= 1; return b })},
+		// The postings are checked at first use (TestSnapshotSectionDamage).
+		{name: "flipped byte in the postings", after: damage(func(b []byte) []byte { b[len(b)-40] ^= 1; return b }), loaded: true},
 		{name: "flipped byte in the header", after: damage(func(b []byte) []byte { b[20] ^= 0x80; return b })},
 		{name: "torn", after: damage(func(b []byte) []byte { return b[:len(b)/2] })},
 		{name: "empty", after: damage(func(b []byte) []byte { return nil })},
@@ -398,7 +399,7 @@ func fixCRCs(b []byte) []byte {
 
 func decodeAndQuery(t *testing.T, b []byte) {
 	{
-		st, _, err := decodeSnapshot(b, snapDim, heapColumns(b))
+		st, _, err := decodeSnapshot(b, bytes.NewReader(b), snapDim, heapColumns(b))
 		if err != nil {
 			if !IsCorrupt(err) {
 				t.Fatalf("error %v is not ErrCorrupt", err)
@@ -407,8 +408,19 @@ func decodeAndQuery(t *testing.T, b []byte) {
 		}
 		st.read = func(uint64, uint32) ([]byte, error) { return nil, errors.New("no file") }
 		sc := new(scratch)
-		st.lexical("coffee tea river", 5, nil, sc, 2)
-		st.lexical("coffee", 5, &filter{roles: []uint32{1}}, sc, 1)
+		// A damaged list is an error, never a query out of range.
+		for _, q := range []struct {
+			text  string
+			f     *filter
+			procs int
+		}{{"coffee tea river", nil, 2}, {"coffee", &filter{roles: []uint32{1}}, 1}} {
+			if _, err := st.lexical(q.text, 5, q.f, sc, q.procs); err != nil && !IsCorrupt(err) {
+				t.Fatalf("lexical: error %v is not ErrCorrupt", err)
+			}
+		}
+		if err := st.checkAll(); err != nil && !IsCorrupt(err) {
+			t.Fatalf("checkAll: error %v is not ErrCorrupt", err)
+		}
 		st.vector([]float32{1, 0, 0, 0, 0, 0, 0, 0}, 5, nil, 2)
 		for s := range st.slots {
 			st.id(uint32(s))
@@ -431,7 +443,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Flush()
-	st, h, err := decodeSnapshot(buf.Bytes(), snapDim, heapColumns(buf.Bytes()))
+	st, h, err := decodeSnapshot(buf.Bytes(), bytes.NewReader(buf.Bytes()), snapDim, heapColumns(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,5 +570,160 @@ func TestSnapshotPostingsStayInPlace(t *testing.T) {
 	}
 	if len(p.more) == 0 {
 		t.Error("the new postings of \"coffee\" are not in its heap part")
+	}
+}
+
+// snapSectionNames are a snapshot's sections, in order.
+var snapSectionNames = []string{"strings", "meta", "meta sizes", "ids", "attrs", "slots", "id table", "rows", "words", "terms", "postings", "frequencies"}
+
+// lazySections are checked at first use, not at open.
+var lazySections = map[string]bool{"postings": true, "frequencies": true}
+
+// damageAt returns where in the snapshot in dir flipping a byte damages
+// section name: its middle, or for the lazily checked postings and
+// frequencies the list of a term every answersOf asks for.
+func damageAt(t *testing.T, dir, name string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, SnapName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := &snapReader{b: b, off: snapHeader}
+	at := map[string][2]int{}
+	for _, n := range snapSectionNames {
+		data, _, err := sr.next(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at[n] = [2]int{sr.at, len(data)}
+	}
+	if !lazySections[name] {
+		return int64(at[name][0] + at[name][1]/2)
+	}
+	// The postings before the term's, in term order.
+	ix := openT(t, dir, snapDim)
+	defer ix.Close()
+	ti, ok := ix.st.terms[recall.Tokens("coffee")[0]]
+	if !ok {
+		t.Fatal("no term coffee")
+	}
+	before := 0
+	for i := range ti {
+		before += len(ix.st.posts[i].slots)
+	}
+	if name == "postings" {
+		return int64(at[name][0] + 4*before + 1)
+	}
+	return int64(at[name][0] + before)
+}
+
+// flipByte flips a bit of the byte at off of the file, in place (a
+// mapping of it sees the change).
+func flipByte(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x10
+	if _, err := f.WriteAt(b[:], off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSnapshotSectionDamage damages each section of a snapshot, before
+// the open and (for the sections checked at first use) after it: the
+// damage is caught before the section's data is used, the snapshot is
+// dropped and the record file replayed, and the index answers as it did
+// before.
+func TestSnapshotSectionDamage(t *testing.T) {
+	type when int
+	const (
+		beforeOpen when = iota
+		afterOpen
+	)
+	for _, name := range snapSectionNames {
+		for _, w := range []when{beforeOpen, afterOpen} {
+			if w == afterOpen && !lazySections[name] {
+				continue // checked at open, used in place after
+			}
+			t.Run(fmt.Sprintf("%s/%v", name, map[when]string{beforeOpen: "before open", afterOpen: "after open"}[w]), func(t *testing.T) {
+				dir := t.TempDir()
+				snap := filepath.Join(dir, SnapName)
+				ix := openT(t, dir, snapDim)
+				fillIndex(t, ix, 1, 300)
+				want := answersOf(t, ix)
+				if err := ix.Close(); err != nil {
+					t.Fatal(err)
+				}
+				off := damageAt(t, dir, name)
+				if w == beforeOpen {
+					flipByte(t, snap, off)
+				}
+				ix = openT(t, dir, snapDim)
+				defer ix.Close()
+				loaded := ix.st.release != nil
+				if loaded != lazySections[name] {
+					t.Fatalf("snapshot loaded at open: %v, want %v", loaded, lazySections[name])
+				}
+				if w == afterOpen {
+					flipByte(t, snap, off)
+				}
+				if diff := diffAnswers(want, answersOf(t, ix)); diff != "" {
+					t.Errorf("answers differ (-before +after):\n%s", diff)
+				}
+				if ix.st.release != nil || ix.st.lazy != nil {
+					t.Error("still on the damaged snapshot after the queries")
+				}
+				if _, err := os.Stat(snap); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("damaged snapshot not removed: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// TestSnapshotUncheckedNotWritten: a postings list no query used is
+// checked before a snapshot is written, so that damage in it is not
+// written out again under a fresh checksum.
+func TestSnapshotUncheckedNotWritten(t *testing.T) {
+	dir := t.TempDir()
+	snap := filepath.Join(dir, SnapName)
+	ix := openT(t, dir, snapDim)
+	fillIndex(t, ix, 1, 300)
+	want := answersOf(t, ix)
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	off := damageAt(t, dir, "postings")
+	ix = openT(t, dir, snapDim)
+	flipByte(t, snap, off)
+	ix.mu.Lock()
+	err := ix.snapshotLocked()
+	ix.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix.st.lazy != nil {
+		t.Error("the snapshot was written from the damaged state")
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix = openT(t, dir, snapDim)
+	defer ix.Close()
+	if ix.st.release == nil {
+		t.Error("no snapshot written after the replay")
+	}
+	if diff := diffAnswers(want, answersOf(t, ix)); diff != "" {
+		t.Errorf("answers differ (-before +after):\n%s", diff)
+	}
+	if ix.st.release == nil {
+		t.Error("the new snapshot was found damaged")
 	}
 }

@@ -220,6 +220,9 @@ type state struct {
 	// release frees what the state was loaded from (a snapshot's
 	// mapping, which its postings may point into); nil when nothing.
 	release func()
+	// lazy is what remains to check of the snapshot's postings; nil
+	// without a snapshot.
+	lazy *lazyCheck
 
 	live      int    // live documents
 	totalDL   uint64 // Σ dl over live documents
