@@ -40,6 +40,7 @@ type config struct {
 	inProcess  bool
 	noReopen   bool
 	reuse      string // keep each size's index under here, and reuse one already there
+	rssMap     bool   // print the resident set by mapping
 	child      int    // >0: run this one size and print its JSON
 	reopenDir  string // with child: reopen this index and print the reopenResult
 	cpuProfile string // prefix of the reopen's CPU profiles (open, queries)
@@ -61,6 +62,7 @@ func main() {
 	flag.BoolVar(&cfg.inProcess, "inprocess", false, "run every size in this process (peak RSS is then cumulative)")
 	flag.StringVar(&cfg.reuse, "reuse", "", "keep each size's index in this directory (<dir>/<size>) and, when one is there, only reopen it: compares two builds' open on one index")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write CPU profiles of each reopen to `PREFIX`-open-<size>.pprof and PREFIX-query-<size>.pprof")
+	flag.BoolVar(&cfg.rssMap, "rssmap", false, "print each reopen's resident set by mapping (from /proc/self/smaps) to stderr, after the open and in the steady state")
 	flag.BoolVar(&cfg.noReopen, "noreopen", false, "skip reopening each index in a fresh process (open time, steady RSS)")
 	flag.IntVar(&cfg.child, "child", 0, "internal: run one size and print its result as JSON")
 	flag.StringVar(&cfg.reopenDir, "reopen", "", "internal: with -child, reopen the index in this directory")

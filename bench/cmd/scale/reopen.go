@@ -183,6 +183,9 @@ func reopen(ctx context.Context, cfg config, dir string, n int) (*reopenResult, 
 	res.Open, res.OpenCPU = time.Since(t0), cpuTime()-c0
 	stop()
 	res.OpenRSS, res.OpenAnon, res.OpenFile = rss()
+	if cfg.rssMap {
+		printRSSMap(os.Stderr, fmt.Sprintf("%d turns, after the open", n))
+	}
 	syn := recallbench.NewSynth(recallbench.SynthOptions{Turns: n, Seed: cfg.seed + 1})
 	queries := syn.Queries(cfg.queries + reopenWarmup)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // the synthetic journal's end
@@ -233,6 +236,9 @@ func reopen(ctx context.Context, cfg config, dir string, n int) (*reopenResult, 
 	debug.FreeOSMemory()
 	res.SteadyRSS, res.SteadyAnon, res.SteadyFile = rss()
 	res.PeakRSS, _ = procStatus("VmHWM")
+	if cfg.rssMap {
+		printRSSMap(os.Stderr, fmt.Sprintf("%d turns, steady", n))
+	}
 	if err := writeOne(ctx, b, idx, modes[0], queries, cfg.k, at); err != nil {
 		return nil, err
 	}
