@@ -95,7 +95,7 @@ func (st *state) lexical(query string, k int, f *filter, sc *scratch, procs int)
 	tops := make([]*topK, p)
 	score := func(w, lo, hi int) {
 		touched := sc.touched[w][:0]
-		attrs := st.attrs
+		attrs, lens := st.attrs, st.lens
 		for _, q := range qs {
 			for _, part := range q.p.parts() {
 				slotsList, tfs := part.slots, part.tfs
@@ -108,12 +108,12 @@ func (st *state) lexical(query string, k int, f *filter, sc *scratch, procs int)
 					if int(s) >= hi {
 						break
 					}
-					a := &attrs[s]
-					if a.dead || (f != nil && !f.match(a)) {
+					dl := lens[s]
+					if dl == deadLen || (f != nil && !f.match(&attrs[s])) {
 						continue
 					}
 					tf := float32(tfs[i])
-					v := q.w * tf / (tf + c0 + c1*float32(a.dl))
+					v := q.w * tf / (tf + c0 + c1*float32(dl))
 					if acc[s] == 0 {
 						touched = append(touched, s)
 					}

@@ -707,6 +707,7 @@ func decodeSections(b []byte, r io.ReaderAt, h snapHead, col columnFunc, release
 	// nor the columns are read at open; what the checks need later is
 	// kept aside (dead, rowOf, seen).
 	dead := make([]bool, h.slots)
+	st.lens = make([]uint32, h.slots)
 	data, err = sr.check("attrs", snapAttr, func(c []byte, first int) error {
 		if first+len(c)/snapAttr > len(dead) {
 			return errSnap("attrs: more than %d", h.slots)
@@ -730,9 +731,11 @@ func decodeSections(b []byte, r io.ReaderAt, h snapHead, col columnFunc, release
 			if a.session >= nstrs || a.role >= nstrs || a.kind >= nstrs {
 				return errSnap("slot %d: label out of range", i)
 			}
+			st.lens[i] = deadLen
 			if !dead[i] {
 				st.live++
 				st.totalDL += uint64(a.dl)
+				st.lens[i] = min(a.dl, deadLen-1)
 			}
 		}
 		return nil

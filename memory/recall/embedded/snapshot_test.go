@@ -394,7 +394,45 @@ func fixCRCs(b []byte) []byte {
 		binary.LittleEndian.PutUint32(b[tail:], crc32.Checksum(b[start:start+int(n)], castagnoli))
 		off = tail + 8
 	}
+	fixTermCRCs(b)
 	return b
+}
+
+// fixTermCRCs recomputes each term's checksum of its postings, and then
+// the terms section's, as far as the sections are there.
+func fixTermCRCs(b []byte) {
+	sr := &snapReader{b: b, off: snapHeader}
+	var terms, posts, tfs []byte
+	termsTail := 0
+	for _, name := range snapSectionNames {
+		data, _, err := sr.next(name)
+		if err != nil {
+			return
+		}
+		switch name {
+		case "terms":
+			terms, termsTail = data, sr.off-8
+		case "postings":
+			posts = data
+		case "frequencies":
+			tfs = data
+		}
+	}
+	d := decoder{b: terms}
+	at := 0
+	for len(d.b) > 0 && d.err == nil {
+		d.string("term")
+		n := int(d.u32("n"))
+		d.u32("live")
+		if d.err != nil || len(d.b) < 4 || n < 0 || at+n > len(tfs) || 4*(at+n) > len(posts) {
+			break
+		}
+		crc := crc32.Update(crc32.Checksum(posts[4*at:4*(at+n)], castagnoli), castagnoli, tfs[at:at+n])
+		binary.LittleEndian.PutUint32(d.b, crc)
+		d.b = d.b[4:]
+		at += n
+	}
+	binary.LittleEndian.PutUint32(b[termsTail:], crc32.Checksum(terms, castagnoli))
 }
 
 func decodeAndQuery(t *testing.T, b []byte) {
@@ -453,7 +491,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	old := ix.st
 	opts := []cmp.Option{cmp.AllowUnexported(attr{}, slot{}, postings{}, rowMeta{}, slab{}, interner{}, metaVal{})}
 	for name, pair := range map[string][2]any{
-		"attrs": {old.attrs, st.attrs}, "strs": {old.strs, st.strs}, "terms": {old.terms, st.terms},
+		"attrs": {old.attrs, st.attrs}, "lens": {old.lens, st.lens}, "strs": {old.strs, st.strs}, "terms": {old.terms, st.terms},
 		"rows": {old.vecs.rows, st.vecs.rows}, "words": {old.vecs.words, st.vecs.words}, "meta": {old.meta, st.meta},
 		"counts": {[]any{old.live, old.totalDL, old.liveBytes, old.postCount}, []any{st.live, st.totalDL, st.liveBytes, st.postCount}},
 	} {
@@ -725,5 +763,90 @@ func TestSnapshotUncheckedNotWritten(t *testing.T) {
 	}
 	if ix.st.release == nil {
 		t.Error("the new snapshot was found damaged")
+	}
+}
+
+// TestSnapshotTermOrderChecked: postings out of order under right
+// checksums (what the fuzz target's fixCRCs makes) decode, and the list
+// is refused at its first use.
+func TestSnapshotTermOrderChecked(t *testing.T) {
+	good := snapshotBytes(t)
+	if !bytes.Equal(fixCRCs(bytes.Clone(good)), good) {
+		t.Fatal("fixCRCs changes an intact snapshot")
+	}
+	b := bytes.Clone(good)
+	sr := &snapReader{b: b, off: snapHeader}
+	var posts []byte
+	for _, name := range snapSectionNames {
+		data, _, err := sr.next(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "postings" {
+			posts = data
+		}
+	}
+	// The first term with two postings or more, its first two swapped.
+	st, _, err := decodeSnapshot(good, bytes.NewReader(good), snapDim, heapColumns(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := 0
+	for _, p := range st.posts {
+		if len(p.slots) >= 2 {
+			break
+		}
+		at += len(p.slots)
+	}
+	x, y := binary.LittleEndian.Uint32(posts[4*at:]), binary.LittleEndian.Uint32(posts[4*at+4:])
+	binary.LittleEndian.PutUint32(posts[4*at:], y)
+	binary.LittleEndian.PutUint32(posts[4*at+4:], x)
+	b = fixCRCs(b)
+	st, _, err = decodeSnapshot(b, bytes.NewReader(b), snapDim, heapColumns(b))
+	if err != nil {
+		t.Fatalf("decode: %v (the lists are checked at first use)", err)
+	}
+	if err := st.checkAll(); !IsCorrupt(err) {
+		t.Errorf("checkAll = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestLexicalReadsLens: a lexical query without a filter scores from the
+// lengths column alone (attrs, 32 bytes a slot, stay out of memory), and
+// the column follows deletes and replacements, in memory and through a
+// snapshot.
+func TestLexicalReadsLens(t *testing.T) {
+	dir := t.TempDir()
+	ix := openT(t, dir, snapDim)
+	fillIndex(t, ix, 1, 200)
+	want := answersOf(t, ix)
+	check := func(ix *Index) {
+		t.Helper()
+		ix.mu.Lock()
+		defer ix.mu.Unlock()
+		st := ix.st
+		for s := range st.attrs {
+			a := &st.attrs[s]
+			if w := map[bool]uint32{true: deadLen, false: a.dl}[a.dead]; st.lens[s] != w {
+				t.Fatalf("slot %d: length %d, want %d", s, st.lens[s], w)
+			}
+		}
+		attrs := st.attrs
+		st.attrs = nil // read, it panics
+		defer func() { st.attrs = attrs }()
+		hits, err := st.lexical("coffee tea violin", 10, nil, new(scratch), 2)
+		if err != nil || len(hits) == 0 {
+			t.Fatalf("lexical = %v, %v", hits, err)
+		}
+	}
+	check(ix)
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix = openT(t, dir, snapDim)
+	defer ix.Close()
+	check(ix)
+	if diff := diffAnswers(want, answersOf(t, ix)); diff != "" {
+		t.Errorf("answers differ (-before +after):\n%s", diff)
 	}
 }

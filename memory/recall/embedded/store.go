@@ -19,7 +19,10 @@ import (
 // repeat (kind, role, mode, channel, session) are interned. Postings are per term, as sorted
 // slot numbers with a parallel term-frequency byte.
 
-// attr holds what filters and BM25 read per slot.
+// deadLen is a dead slot's entry in state.lens.
+const deadLen = math.MaxUint32
+
+// attr holds what filters read per slot.
 type attr struct {
 	ts      int64 // Unix milliseconds
 	session uint32
@@ -206,6 +209,11 @@ type metaVal struct {
 type state struct {
 	dim   int
 	attrs []attr
+	// lens is what BM25 reads of each slot's attr, in 4 bytes rather
+	// than 32: its document length, or deadLen when dead. A lexical query
+	// without a filter reads it instead of attrs, so that the common
+	// terms' postings do not bring every page of attrs into memory.
+	lens  []uint32
 	slots []slot
 	arena arena
 	strs  interner
@@ -341,6 +349,7 @@ func (st *state) put(p *prepared, off uint64, recSize uint32) (garbage int64, er
 		}
 	}
 	s := uint32(len(st.slots))
+	st.lens = append(st.lens, min(uint32(p.dl), deadLen-1))
 	st.attrs = append(st.attrs, attr{
 		ts:      r.ts,
 		session: st.strs.intern(r.sess),
@@ -404,6 +413,7 @@ func (st *state) kill(s uint32) (int64, error) {
 		st.vecs.rows[sl.row].slot = deadRow
 	}
 	a.dead = true
+	st.lens[s] = deadLen
 	st.live--
 	st.totalDL -= uint64(a.dl)
 	st.liveBytes -= int64(sl.recSize)
