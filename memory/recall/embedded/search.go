@@ -109,7 +109,7 @@ func (st *state) lexical(query string, k int, f *filter, sc *scratch, procs int)
 						break
 					}
 					dl := lens[s]
-					if dl == deadLen || (f != nil && !f.match(&attrs[s])) {
+					if dl == deadLen {
 						continue
 					}
 					tf := float32(tfs[i])
@@ -121,9 +121,14 @@ func (st *state) lexical(query string, k int, f *filter, sc *scratch, procs int)
 				}
 			}
 		}
+		// The filter is asked only of a document that would enter the
+		// best k, so that its attrs are read for a few documents rather
+		// than for every posting.
 		t := newTopK(k)
 		for _, s := range touched {
-			t.push(acc[s], s)
+			if f == nil || t.takes(acc[s], s) && f.match(&attrs[s]) {
+				t.push(acc[s], s)
+			}
 			acc[s] = 0
 		}
 		sc.touched[w] = touched

@@ -850,3 +850,48 @@ func TestLexicalReadsLens(t *testing.T) {
 		t.Errorf("answers differ (-before +after):\n%s", diff)
 	}
 }
+
+// TestLexicalFilterAtSelection: a filter asked only when a document would
+// enter the best k ranks exactly as filtering every posting did: the
+// unfiltered ranking of every document, filtered, cut at k.
+func TestLexicalFilterAtSelection(t *testing.T) {
+	ix := openT(t, t.TempDir(), snapDim)
+	defer ix.Close()
+	fillIndex(t, ix, 1, 600)
+	filters := []recall.Filter{
+		{Roles: []string{"user"}},
+		{Session: "s3"},
+		{Since: time.Date(2024, 1, 1, 2, 0, 0, 0, time.UTC)},
+		{Until: time.Date(2024, 1, 1, 3, 0, 0, 0, time.UTC), Roles: []string{"agent"}},
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	st := ix.st
+	for _, q := range []string{"coffee", "tea river", "before garden snow"} {
+		for i, rf := range filters {
+			for _, k := range []int{1, 5, 40} {
+				cf, ok := st.compile(rf)
+				if !ok {
+					t.Fatalf("filter %d matches nothing", i)
+				}
+				got, err := st.lexical(q, k, cf, new(scratch), 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				all, err := st.lexical(q, len(st.slots), nil, new(scratch), 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []hit
+				for _, h := range all {
+					if cf.match(&st.attrs[h.id]) && len(want) < k {
+						want = append(want, h)
+					}
+				}
+				if diff := cmp.Diff(want, got, cmp.AllowUnexported(hit{})); diff != "" {
+					t.Errorf("%q, filter %d, k %d (-want +got):\n%s", q, i, k, diff)
+				}
+			}
+		}
+	}
+}

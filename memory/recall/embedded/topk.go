@@ -37,6 +37,11 @@ func (t *topK) push(score float32, id uint32) {
 	t.down(0)
 }
 
+// takes reports whether push would keep a hit with this score and id.
+func (t *topK) takes(score float32, id uint32) bool {
+	return len(t.h) < t.k || t.k > 0 && worse(t.h[0], hit{score, id})
+}
+
 func (t *topK) up(i int) {
 	h := t.h
 	for i > 0 {
