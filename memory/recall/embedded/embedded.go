@@ -336,15 +336,18 @@ func (ix *Index) loadSnapshot(f *os.File, total int64) (*state, int64) {
 	if err != nil {
 		return discard(err)
 	}
-	defer sf.Close()
+	// The file stays open with the state: its postings are read from it.
 	fi, err := sf.Stat()
 	if err != nil {
+		sf.Close()
 		return discard(err)
 	}
-	b, drop, release, err := mapFile(sf, fi.Size())
+	b, drop, unmap, err := mapFile(sf, fi.Size())
 	if err != nil {
+		sf.Close()
 		return discard(err)
 	}
+	release := func() { unmap(); sf.Close() }
 	col := func(off, n, capBytes int, hot bool) ([]byte, func(), error) {
 		return mapColumn(sf, int64(off), n, capBytes, hot)
 	}

@@ -24,16 +24,21 @@ const (
 
 // scratch is per-query working memory, pooled by Index.
 type scratch struct {
-	acc     []float32 // BM25 accumulator by slot, all zero between uses
+	acc     []float32  // BM25 accumulator by slot, all zero between uses
+	lists   [][]uint32 // the query terms' snapshot postings, read
+	listTfs [][]uint8
 	touched [][]uint32
 	toks    []string
 	tfs     []uint32
 }
 
-// qterm is a query term with its weight: idf·qtf·(k1+1).
+// qterm is a query term with its weight: idf·qtf·(k1+1), and its
+// snapshot postings as read.
 type qterm struct {
-	p *postings
-	w float32
+	p     *postings
+	w     float32
+	slots []uint32
+	tfs   []uint8
 }
 
 // workers returns how many goroutines to split n units of work over, at
@@ -65,13 +70,19 @@ func (st *state) lexical(query string, k int, f *filter, sc *scratch, procs int)
 		if !ok || st.posts[ti].live == 0 {
 			continue
 		}
-		if err := st.checkTerm(ti); err != nil {
+		j := len(qs)
+		if j == len(sc.lists) {
+			sc.lists, sc.listTfs = append(sc.lists, nil), append(sc.listTfs, nil)
+		}
+		slots, tfs, err := st.list(ti, sc.lists[j], sc.listTfs[j])
+		if err != nil {
 			return nil, err
 		}
+		sc.lists[j], sc.listTfs[j] = slots, tfs
 		p := &st.posts[ti]
 		df := float64(p.live)
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		qs = append(qs, qterm{p: p, w: float32(idf * float64(qtfs[i]) * (bm25K1 + 1))})
+		qs = append(qs, qterm{p: p, w: float32(idf * float64(qtfs[i]) * (bm25K1 + 1)), slots: slots, tfs: tfs})
 		work += p.len()
 	}
 	if len(qs) == 0 {
@@ -97,7 +108,10 @@ func (st *state) lexical(query string, k int, f *filter, sc *scratch, procs int)
 		touched := sc.touched[w][:0]
 		attrs, lens := st.attrs, st.lens
 		for _, q := range qs {
-			for _, part := range q.p.parts() {
+			for _, part := range [2]struct {
+				slots []uint32
+				tfs   []uint8
+			}{{q.slots, q.tfs}, {q.p.more, q.p.moreTfs}} {
 				slotsList, tfs := part.slots, part.tfs
 				i := 0
 				if lo > 0 {

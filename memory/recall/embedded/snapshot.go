@@ -312,6 +312,20 @@ func writeSnapshot(w *bufio.Writer, st *state, h snapHead) error {
 		termBytes += uint64(uvarintLen(uint64(len(t)))+len(t)) + 12
 		postings += uint64(st.posts[i].len())
 	}
+	// The lists are read three times (here for the checksums, then for
+	// the slots and for the frequencies): from the page cache, a fraction
+	// of writing them.
+	crcs := make([]uint32, len(st.posts))
+	var slots []uint32
+	var tfs []uint8
+	for i := range st.posts {
+		var err error
+		if slots, tfs, err = st.list(uint32(i), slots, tfs); err != nil {
+			return err
+		}
+		p := &st.posts[i]
+		crcs[i] = termCRC(slots, p.more, tfs, p.moreTfs)
+	}
 	var tb []byte
 	sw.begin(termBytes)
 	for i, t := range names {
@@ -320,7 +334,7 @@ func writeSnapshot(w *bufio.Writer, st *state, h snapHead) error {
 		tb = append(tb, t...)
 		tb = binary.LittleEndian.AppendUint32(tb, uint32(p.len()))
 		tb = binary.LittleEndian.AppendUint32(tb, p.live)
-		tb = binary.LittleEndian.AppendUint32(tb, termCRC(p.slots, p.more, p.tfs, p.moreTfs))
+		tb = binary.LittleEndian.AppendUint32(tb, crcs[i])
 		if len(tb) >= 64<<10 {
 			sw.write(tb)
 			tb = tb[:0]
@@ -329,16 +343,26 @@ func writeSnapshot(w *bufio.Writer, st *state, h snapHead) error {
 	sw.write(tb)
 	sw.end()
 
+	var slotsBuf []uint32
+	var tfsBuf []uint8
 	sw.begin(postings * 4)
 	for i := range st.posts {
-		sw.write(bytesOf(st.posts[i].slots))
+		var err error
+		if slotsBuf, tfsBuf, err = st.list(uint32(i), slotsBuf, tfsBuf); err != nil {
+			return err
+		}
+		sw.write(bytesOf(slotsBuf))
 		sw.write(bytesOf(st.posts[i].more))
 	}
 	sw.end()
 
 	sw.begin(postings)
 	for i := range st.posts {
-		sw.write(st.posts[i].tfs)
+		var err error
+		if slotsBuf, tfsBuf, err = st.list(uint32(i), slotsBuf, tfsBuf); err != nil {
+			return err
+		}
+		sw.write(tfsBuf)
 		sw.write(st.posts[i].moreTfs)
 	}
 	sw.end()
@@ -445,14 +469,20 @@ func termCRC(slots, more []uint32, tfs, moreTfs []uint8) uint32 {
 	return crc32.Update(crc, castagnoli, moreTfs)
 }
 
-// lazyCheck is what is left to check of a snapshot's postings: each
-// term's list is checked (its checksum, its order, its range) the first
-// time it is used, not at open, so that opening a large index reads none
-// of them. A list is used by nothing before its check passes.
+// lazyCheck reads a snapshot's postings lists from its file, into the
+// caller's buffers, when a query or the next snapshot needs them: they
+// are never mapped, so that the lists of the common terms, read by most
+// queries, stay in the page cache rather than in the process's resident
+// set. Each list is checked (its checksum, its order, its range) the
+// first time it is read, not at open, so that opening a large index
+// reads none of them; a list is used by nothing before its check passes.
 type lazyCheck struct {
-	crcs  []uint32        // by term, the snapshot's terms
-	done  []atomic.Uint32 // 1 once checked
-	slots uint32          // the snapshot's slots: every posting is below
+	r       io.ReaderAt
+	slotsAt int64           // the postings section's data
+	tfsAt   int64           // the frequencies section's data
+	crcs    []uint32        // by term, the snapshot's terms
+	done    []atomic.Uint32 // 1 once checked
+	slots   uint32          // the snapshot's slots: every posting is below
 }
 
 // snapshotDamage is a snapshot found corrupt after open. It carries
@@ -462,25 +492,43 @@ type snapshotDamage struct{ err error }
 func (e *snapshotDamage) Error() string { return e.err.Error() }
 func (e *snapshotDamage) Unwrap() error { return e.err }
 
-// checkTerm checks term ti's postings from the snapshot unless that was
-// done. Concurrent calls may check the same list twice, never use it
-// unchecked.
-func (st *state) checkTerm(ti uint32) error {
-	lc := st.lazy
-	if lc == nil || int(ti) >= len(lc.crcs) || lc.done[ti].Load() != 0 {
-		return nil
-	}
+// list returns term ti's postings from the snapshot (not those added
+// since, in more), read into slots and tfs (grown as needed), checked
+// unless that was done. Concurrent calls may check the same list twice,
+// never use it unchecked. Its error is a *snapshotDamage, or the read's.
+func (st *state) list(ti uint32, slots []uint32, tfs []uint8) ([]uint32, []uint8, error) {
 	p := &st.posts[ti]
-	if got := termCRC(p.slots, nil, p.tfs, nil); got != lc.crcs[ti] {
-		return &snapshotDamage{errSnap("term %d: postings crc %#x, want %#x", ti, got, lc.crcs[ti])}
+	n := int(p.snapN)
+	if n == 0 {
+		return slots[:0], tfs[:0], nil
 	}
-	for j, s := range p.slots {
-		if s >= lc.slots || j > 0 && s <= p.slots[j-1] {
-			return &snapshotDamage{errSnap("term %d: posting %d out of order or range", ti, s)}
+	lc := st.lazy
+	if cap(slots) < n {
+		slots = make([]uint32, n, n+n/4)
+	}
+	if cap(tfs) < n {
+		tfs = make([]uint8, n, n+n/4)
+	}
+	slots, tfs = slots[:n], tfs[:n]
+	if _, err := lc.r.ReadAt(bytesOf(slots), lc.slotsAt+4*int64(p.snapAt)); err != nil {
+		return nil, nil, fmt.Errorf("embedded: read postings: %w", err)
+	}
+	if _, err := lc.r.ReadAt(tfs, lc.tfsAt+int64(p.snapAt)); err != nil {
+		return nil, nil, fmt.Errorf("embedded: read postings: %w", err)
+	}
+	if lc.done[ti].Load() != 0 {
+		return slots, tfs, nil
+	}
+	if got := termCRC(slots, nil, tfs, nil); got != lc.crcs[ti] {
+		return nil, nil, &snapshotDamage{errSnap("term %d: postings crc %#x, want %#x", ti, got, lc.crcs[ti])}
+	}
+	for j, s := range slots {
+		if s >= lc.slots || j > 0 && s <= slots[j-1] {
+			return nil, nil, &snapshotDamage{errSnap("term %d: posting %d out of order or range", ti, s)}
 		}
 	}
 	lc.done[ti].Store(1)
-	return nil
+	return slots, tfs, nil
 }
 
 // checkAll checks every postings list not yet checked: before the state
@@ -490,8 +538,14 @@ func (st *state) checkAll() error {
 	if st.lazy == nil {
 		return nil
 	}
+	var slots []uint32
+	var tfs []uint8
 	for ti := range st.lazy.crcs {
-		if err := st.checkTerm(uint32(ti)); err != nil {
+		if st.lazy.done[ti].Load() != 0 {
+			continue
+		}
+		var err error
+		if slots, tfs, err = st.list(uint32(ti), slots, tfs); err != nil {
 			return err
 		}
 	}
@@ -923,14 +977,14 @@ func decodeSections(b []byte, r io.ReaderAt, h snapHead, col columnFunc, release
 		return nil, errSnap("%d postings", total)
 	}
 	// The postings and their frequencies: their lengths are checked
-	// here, their contents term by term at first use.
+	// here, their contents term by term when first read (lazyCheck).
 	if data, _, err = sr.next("postings"); err != nil {
 		return nil, err
 	}
 	if uint64(len(data)) != 4*total {
 		return nil, errSnap("postings: %d bytes for %d", len(data), total)
 	}
-	slots := u32s(data)
+	lc.slotsAt = int64(sr.at)
 	tfs, _, err := sr.next("frequencies")
 	if err != nil {
 		return nil, err
@@ -938,12 +992,13 @@ func decodeSections(b []byte, r io.ReaderAt, h snapHead, col columnFunc, release
 	if uint64(len(tfs)) != total {
 		return nil, errSnap("frequencies: %d for %d postings", len(tfs), total)
 	}
+	lc.tfsAt = int64(sr.at)
 	var at uint64
 	for _, c := range counts {
-		end := at + uint64(c.n)
-		st.posts = append(st.posts, postings{slots: slots[at:end:end], tfs: tfs[at:end:end], live: c.live})
-		at = end
+		st.posts = append(st.posts, postings{snapAt: at, snapN: c.n, live: c.live})
+		at += uint64(c.n)
 	}
+	lc.r = r
 	lc.done = make([]atomic.Uint32, len(lc.crcs))
 	st.lazy = lc
 	st.postCount = int64(total)

@@ -501,8 +501,16 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 	for i := range old.posts {
 		a, b := old.posts[i], st.posts[i]
-		if !slicesEqual(slices.Concat(a.slots, a.more), slices.Concat(b.slots, b.more)) ||
-			!bytes.Equal(slices.Concat(a.tfs, a.moreTfs), slices.Concat(b.tfs, b.moreTfs)) || a.live != b.live {
+		as, at, err := old.list(uint32(i), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs, bt, err := st.list(uint32(i), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slicesEqual(slices.Concat(as, a.more), slices.Concat(bs, b.more)) ||
+			!bytes.Equal(slices.Concat(at, a.moreTfs), slices.Concat(bt, b.moreTfs)) || a.live != b.live {
 			t.Errorf("postings %d differ", i)
 		}
 	}
@@ -583,7 +591,7 @@ func TestSnapshotColumnsWritable(t *testing.T) {
 }
 
 // TestSnapshotPostingsStayInPlace adds documents to an index loaded from a
-// snapshot: the terms' lists the snapshot held stay in its mapping (a new
+// snapshot: the terms' lists the snapshot held stay in its file (a new
 // posting goes to the list's heap part) instead of each list that gains
 // a document being copied whole to the heap.
 func TestSnapshotPostingsStayInPlace(t *testing.T) {
@@ -597,14 +605,14 @@ func TestSnapshotPostingsStayInPlace(t *testing.T) {
 	defer ix.Close()
 	ix.mu.RLock()
 	p := &ix.st.posts[ix.st.terms["coffee"]]
-	before, n := &p.slots[0], len(p.slots)
+	before := *p
 	ix.mu.RUnlock()
 	fillIndex(t, ix, 2, 50) // "coffee" again, among others
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	p = &ix.st.posts[ix.st.terms["coffee"]]
-	if &p.slots[0] != before || len(p.slots) != n {
-		t.Errorf("the snapshot's list of \"coffee\" moved or changed (%d postings, were %d)", len(p.slots), n)
+	if before.snapN == 0 || p.snapAt != before.snapAt || p.snapN != before.snapN {
+		t.Errorf("the snapshot's list of \"coffee\" moved or changed (%d postings at %d, were %d at %d)", p.snapN, p.snapAt, before.snapN, before.snapAt)
 	}
 	if len(p.more) == 0 {
 		t.Error("the new postings of \"coffee\" are not in its heap part")
@@ -647,7 +655,7 @@ func damageAt(t *testing.T, dir, name string) int64 {
 	}
 	before := 0
 	for i := range ti {
-		before += len(ix.st.posts[i].slots)
+		before += int(ix.st.posts[i].snapN)
 	}
 	if name == "postings" {
 		return int64(at[name][0] + 4*before + 1)
@@ -793,10 +801,10 @@ func TestSnapshotTermOrderChecked(t *testing.T) {
 	}
 	at := 0
 	for _, p := range st.posts {
-		if len(p.slots) >= 2 {
+		if p.snapN >= 2 {
 			break
 		}
-		at += len(p.slots)
+		at += int(p.snapN)
 	}
 	x, y := binary.LittleEndian.Uint32(posts[4*at:]), binary.LittleEndian.Uint32(posts[4*at+4:])
 	binary.LittleEndian.PutUint32(posts[4*at:], y)

@@ -47,30 +47,20 @@ type slot struct {
 	recSize  uint32 // bytes of its record in the file
 }
 
-// postings lists the slots holding a term: those a snapshot held (in
-// place in its mapping), then those added since (on the heap), so that a
-// new posting of a common term does not copy its whole list.
+// postings lists the slots holding a term: those a snapshot held (snapN
+// of them, read from its file when a query needs them, see state.list),
+// then those added since (on the heap), so that a new posting of a common
+// term does not copy its whole list.
 type postings struct {
-	slots   []uint32 // ascending
-	tfs     []uint8  // term frequency, saturated at 255
-	more    []uint32 // ascending, after every one of slots
-	moreTfs []uint8
-	live    uint32 // live slots among them: the document frequency
-}
-
-// parts returns the two runs of a list, in order.
-func (p *postings) parts() [2]struct {
-	slots []uint32
-	tfs   []uint8
-} {
-	return [2]struct {
-		slots []uint32
-		tfs   []uint8
-	}{{p.slots, p.tfs}, {p.more, p.moreTfs}}
+	snapAt  uint64 // the first of its snapshot postings, in the snapshot's sections
+	snapN   uint32
+	more    []uint32 // ascending, after every one of the snapshot's
+	moreTfs []uint8  // term frequency, saturated at 255
+	live    uint32   // live slots among them: the document frequency
 }
 
 // len is the number of postings, live or dead.
-func (p *postings) len() int { return len(p.slots) + len(p.more) }
+func (p *postings) len() int { return int(p.snapN) + len(p.more) }
 
 // arena stores ids in large chunks, so that a million documents
 // are a few hundred allocations rather than two million strings for the
@@ -228,7 +218,7 @@ type state struct {
 	// release frees what the state was loaded from (a snapshot's
 	// mapping, which its postings may point into); nil when nothing.
 	release func()
-	// lazy is what remains to check of the snapshot's postings; nil
+	// lazy reads, and checks at first use, the snapshot's postings; nil
 	// without a snapshot.
 	lazy *lazyCheck
 
