@@ -38,9 +38,9 @@ import (
 // (each with its postings' count, live count and the CRC of its list),
 // the postings' slot numbers (u32) and their term frequencies (u8). Every
 // section's data starts on a page boundary, so that Open uses them in
-// place: the postings, ids and id table in a read-only mapping of the
-// file (a query reads only its terms' lists), and the columns that change
-// and grow — attrs, slots, vector rows and words, in this machine's layout
+// place: the ids and id table in a read-only mapping of the file, the
+// postings read from it with pread (a query reads only its terms' lists,
+// see lazyCheck), and the columns that change and grow — attrs, slots, vector rows and words, in this machine's layout
 // of the structs — each in a private writable mapping with room to grow
 // (see mapColumn). Version 1 decoded every column onto the heap and built
 // the id map at open; version 2 had no CRC per term and checked every
@@ -649,10 +649,10 @@ func u64s(b []byte) []uint64 {
 }
 
 // decodeSnapshot decodes a snapshot of an index of dimension dim; r reads
-// the same bytes as b. The state's postings, ids and id table alias b,
-// which must outlive it and never change (they are only ever appended to,
-// and an append to a full slice copies); its attrs, slots, vector rows
-// and words come from col. It checks every checksum and cross-reference
+// the same bytes as b, and the state reads its postings through r. Its ids
+// and id table alias b, which must outlive it and never change (they are
+// only ever appended to, and an append to a full slice copies); its
+// attrs, slots, vector rows and words come from col. It checks every checksum and cross-reference
 // of what it uses, so that a snapshot that passes cannot make a query
 // index out of range, except the postings: each term's list is checked
 // the first time it is used (see lazyCheck). The state's release frees
