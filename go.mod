@@ -36,6 +36,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require github.com/jfreymuth/pulse v0.1.1 // indirect
+
 require (
 	dario.cat/mergo v1.0.2 // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect

@@ -38,6 +38,7 @@ type PlayerStats struct {
 	Overflows uint64 // Write calls that dropped samples
 	Underruns uint64 // times the ring ran dry mid-reply (zeros played)
 	Flushed   uint64 // discarded by Flush
+	Flushes   uint64 // calls of Flush
 }
 
 type playState int
@@ -75,6 +76,7 @@ type Player struct {
 	gate    *Gate
 	notify  func(bool)
 	started chan struct{} // 1-buffered: a reply started being queued
+	flushed chan struct{} // 1-buffered: Flush was called
 	latency time.Duration
 	meter   Meter
 	stats   PlayerStats
@@ -94,6 +96,7 @@ func NewPlayer(cfg PlayerConfig) *Player {
 		gate:    cfg.Gate,
 		notify:  cfg.OnPlaying,
 		started: make(chan struct{}, 1),
+		flushed: make(chan struct{}, 1),
 	}
 }
 
@@ -147,6 +150,15 @@ func (p *Player) Finish() {
 // none) and returns how many were audio. The output device calls it once
 // per buffer.
 func (p *Player) Read(out []int16) int {
+	n, _ := p.read(out)
+	return n
+}
+
+// read is Read, and how many Flushes came before it: a device layer that
+// drops what its device holds on a flush does so before it sends what
+// this read (PulseStreams), so it never drops audio queued after the
+// flush.
+func (p *Player) read(out []int16) (int, uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.state == buffering && (p.n >= p.pre || p.done) {
@@ -173,7 +185,7 @@ func (p *Player) Read(out []int16) int {
 	}
 	clear(out[got:])
 	p.meter.Update(out)
-	return got
+	return got, p.stats.Flushes
 }
 
 // Flush is barge-in: it empties the ring at once and returns the item
@@ -188,14 +200,31 @@ func (p *Player) Flush() (itemID string, heardMS int, ok bool) {
 	itemID, heardMS, ok = p.track.Heard()
 	p.track.Flush()
 	p.stats.Flushed += uint64(p.n)
+	p.stats.Flushes++
 	p.r, p.n = 0, 0
 	p.done = false
 	if p.state != idle {
 		p.state = idle
 		p.setPlaying(false)
 	}
+	select {
+	case p.flushed <- struct{}{}:
+	default:
+	}
 	return itemID, heardMS, ok
 }
+
+// flushCount is how many Flushes there were.
+func (p *Player) flushCount() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats.Flushes
+}
+
+// Flushed is signalled by every Flush: a device layer that can drop what
+// its device holds (PulseAudio's flush of the playback stream) does so
+// then, and the speaker falls silent sooner than the device's latency.
+func (p *Player) Flushed() <-chan struct{} { return p.flushed }
 
 // SetOutputLatency is how far audio handed to the device runs ahead of
 // what is heard (the device layer reports it): OutputLatency tells the UI.
