@@ -77,6 +77,7 @@ type Player struct {
 	notify  func(bool)
 	started chan struct{} // 1-buffered: a reply started being queued
 	flushed chan struct{} // 1-buffered: Flush was called
+	held    func() int    // samples the device holds that a flush drops (setHeld)
 	latency time.Duration
 	meter   Meter
 	stats   PlayerStats
@@ -190,14 +191,18 @@ func (p *Player) read(out []int16) (int, uint64) {
 
 // Flush is barge-in: it empties the ring at once and returns the item
 // that was playing and the milliseconds of it heard: all that Read handed
-// to the device, since the device plays out what it holds (its output
-// latency, 40 ms here) and the speaker falls silent after it, within
-// 100 ms; ok is false when nothing was queued. Pass them to
-// voice.Session.InterruptItem.
+// to the device, since the device plays out what it holds (PortAudio: its
+// output latency, 60 ms here) and the speaker falls silent after it,
+// within 100 ms; less what a device that drops what it holds on a flush
+// (PulseAudio) still held. ok is false when nothing was queued. Pass them
+// to voice.Session.InterruptItem.
 func (p *Player) Flush() (itemID string, heardMS int, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	itemID, heardMS, ok = p.track.Heard()
+	if ok && p.held != nil {
+		heardMS = max(0, heardMS-p.held()*1000/SampleRate)
+	}
 	p.track.Flush()
 	p.stats.Flushed += uint64(p.n)
 	p.stats.Flushes++
@@ -212,6 +217,15 @@ func (p *Player) Flush() (itemID string, heardMS int, ok bool) {
 	default:
 	}
 	return itemID, heardMS, ok
+}
+
+// setHeld tells the Player how to ask the device layer how many samples
+// it holds that Flush makes it drop (they were handed, but not heard).
+// held is called with the Player locked.
+func (p *Player) setHeld(held func() int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = held
 }
 
 // flushCount is how many Flushes there were.

@@ -314,6 +314,8 @@ type PulseStreams struct {
 
 	rec, play atomic.Uint32 // stream indexes (proto.Undefined: none)
 	pending   atomic.Int64  // playback bytes the server asked for, not yet sent
+	filledAt  atomic.Int64  // when the server's queue was last topped up (unix ns; 0: corked)
+	tlength   int           // samples the server keeps queued
 	wake      chan struct{} // a playback request came
 	inBuf     []int16       // the reader's: one fragment as samples
 	odd       []byte        // the reader's: a fragment's trailing odd byte
@@ -419,6 +421,8 @@ func OpenPulse(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (_ 
 		s.attrs.SinkLatency = time.Duration(rpl.SinkLatency) * time.Microsecond
 		s.latency = frameTime(int(rpl.BufferTargetLength/2)) + s.attrs.SinkLatency
 		p.SetOutputLatency(s.latency)
+		s.tlength = int(rpl.BufferTargetLength / 2)
+		p.setHeld(s.held)
 		if h := cfg.OutputHangover; h >= 0 {
 			s.hangover = periodFrames(max(h, 0), DefaultOutputHangover)
 		}
@@ -553,6 +557,9 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 			want -= int64(2 * k)
 			quiet += k
 		}
+		if !corked {
+			s.filledAt.Store(time.Now().UnixNano())
+		}
 		return audio, true
 	}
 	if s.hangover == 0 {
@@ -561,6 +568,7 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 			return
 		}
 		corked = false
+		s.filledAt.Store(time.Now().UnixNano())
 	}
 	for {
 		if corked {
@@ -584,6 +592,7 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 				return
 			}
 			corked = false
+			s.filledAt.Store(time.Now().UnixNano())
 			continue
 		}
 		select {
@@ -621,8 +630,22 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 			return
 		}
 		s.stops.Add(1)
+		s.filledAt.Store(0)
 		corked = true
 	}
+}
+
+// held estimates the samples the server's queue holds, which a flush
+// drops: a request asks for what tops the queue up to its target length,
+// the play loop sends it at once, and the sink drains it in real time
+// from then on. No round trip: the Player asks this at barge-in.
+func (s *PulseStreams) held() int {
+	t := s.filledAt.Load()
+	if t == 0 {
+		return 0
+	}
+	gone := int(time.Duration(time.Now().UnixNano()-t) * SampleRate / time.Second)
+	return max(0, s.tlength-gone)
 }
 
 func (s *PulseStreams) warn(n *atomic.Uint64, msg string) {
