@@ -70,14 +70,16 @@ type DeviceConfig struct {
 	// (PulseServers). The PortAudio backend ignores it.
 	PulseServer string
 	// InputPeriod and OutputPeriod are the device buffers, whole 20 ms
-	// frames (0: DefaultInputPeriod, DefaultOutputPeriod). A longer
+	// frames (0: DefaultInputPeriod, DefaultOutputPeriod; PulseAudio's
+	// playback: DefaultPulseOutputPeriod). A longer
 	// period wakes the device layer less often and adds its length to
 	// that direction's latency.
 	InputPeriod, OutputPeriod time.Duration
 	Logger                    *slog.Logger
 
 	// OutputLatency is how much audio the output device is asked to
-	// hold ahead of the speaker (0: DefaultOutputLatency).
+	// hold ahead of the speaker (0: DefaultOutputLatency; PulseAudio:
+	// DefaultPulseOutputLatency).
 	OutputLatency time.Duration
 	// OutputHangover is how long the output stream plays silence after a
 	// reply before it stops until the next (0: DefaultOutputHangover;

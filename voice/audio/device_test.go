@@ -200,6 +200,9 @@ func testPlaybackReachesSpeaker(t *testing.T, b Backend) {
 	checkArrived(t, "played", got[start:], ref)
 	t.Logf("device output latency %v; handed to the device in %v; stats %+v %+v",
 		s.OutputLatency(), handed, p.Stats(), s.Stats())
+	if ps, ok := s.(*PulseStreams); ok {
+		t.Logf("the server granted %+v", ps.Attrs())
+	}
 	if st := p.Stats(); st.Played != uint64(len(ref)) || st.Underruns != 0 {
 		t.Errorf("player stats %+v: want all %d samples played, no underrun", st, len(ref))
 	}
@@ -255,6 +258,9 @@ func testCaptureFromMic(t *testing.T, b Backend) {
 	c.Close()
 	checkArrived(t, "captured", all[start:], ref)
 	t.Logf("capture stats %+v; device %+v", c.Stats(), s.Stats())
+	if ps, ok := s.(*PulseStreams); ok {
+		t.Logf("the server granted %+v", ps.Attrs())
+	}
 }
 
 // checkArrived asserts that ref is in rec: whole, or (on a loaded machine

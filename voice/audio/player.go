@@ -38,7 +38,6 @@ type PlayerStats struct {
 	Overflows uint64 // Write calls that dropped samples
 	Underruns uint64 // times the ring ran dry mid-reply (zeros played)
 	Flushed   uint64 // discarded by Flush
-	Flushes   uint64 // calls of Flush
 }
 
 type playState int
@@ -78,6 +77,7 @@ type Player struct {
 	started chan struct{} // 1-buffered: a reply started being queued
 	flushed chan struct{} // 1-buffered: Flush was called
 	held    func() int    // samples the device holds that a flush drops (setHeld)
+	flushes uint64        // calls of Flush
 	latency time.Duration
 	meter   Meter
 	stats   PlayerStats
@@ -186,7 +186,7 @@ func (p *Player) read(out []int16) (int, uint64) {
 	}
 	clear(out[got:])
 	p.meter.Update(out)
-	return got, p.stats.Flushes
+	return got, p.flushes
 }
 
 // Flush is barge-in: it empties the ring at once and returns the item
@@ -205,7 +205,7 @@ func (p *Player) Flush() (itemID string, heardMS int, ok bool) {
 	}
 	p.track.Flush()
 	p.stats.Flushed += uint64(p.n)
-	p.stats.Flushes++
+	p.flushes++
 	p.r, p.n = 0, 0
 	p.done = false
 	if p.state != idle {
@@ -217,6 +217,25 @@ func (p *Player) Flush() (itemID string, heardMS int, ok bool) {
 	default:
 	}
 	return itemID, heardMS, ok
+}
+
+// readable says how much Read may take without running the ring dry in
+// the middle of a reply: bounded is false when Read may take any amount
+// (nothing to play: silence; or the reply's end is queued), else at most
+// n samples (0 while pre-buffering). A device layer that must answer for
+// more than a buffer at once (PulseAudio's requests) takes what is
+// there and comes back for the rest, instead of playing zeros inside a
+// reply.
+func (p *Player) readable() (n int, bounded bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.state == idle || p.done:
+		return 0, false
+	case p.state == buffering && p.n < p.pre:
+		return 0, true
+	}
+	return p.n, true
 }
 
 // setHeld tells the Player how to ask the device layer how many samples
@@ -232,7 +251,7 @@ func (p *Player) setHeld(held func() int) {
 func (p *Player) flushCount() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stats.Flushes
+	return p.flushes
 }
 
 // Flushed is signalled by every Flush: a device layer that can drop what

@@ -315,6 +315,7 @@ type PulseStreams struct {
 	rec, play atomic.Uint32 // stream indexes (proto.Undefined: none)
 	pending   atomic.Int64  // playback bytes the server asked for, not yet sent
 	filledAt  atomic.Int64  // when the server's queue was last topped up (unix ns; 0: corked)
+	flushing  atomic.Bool   // flushed while playing, nothing sent since: the server's underflow is ours
 	tlength   int           // samples the server keeps queued
 	wake      chan struct{} // a playback request came
 	inBuf     []int16       // the reader's: one fragment as samples
@@ -329,6 +330,23 @@ type PulseStreams struct {
 	errMu     sync.Mutex
 	err       error
 }
+
+// The PulseAudio backend's playback buffer: the server keeps
+// DefaultPulseOutputLatency queued and asks for DefaultPulseOutputPeriod
+// at a time, so the play loop may be that much less a period late (a
+// starved process on a loaded machine) before the speaker hears a gap.
+// The depth costs no latency where it would be heard: a reply starts on
+// an empty stream (corked after the hang-over, or its queued silence
+// flushed), and barge-in flushes what the server holds.
+const (
+	DefaultPulseOutputLatency = 150 * time.Millisecond
+	DefaultPulseOutputPeriod  = 40 * time.Millisecond
+)
+
+// pulseRetry is how soon the play loop comes back for the rest of a
+// request the Player could not fill: reply audio arrives faster than real
+// time, and the server holds most of its queue meanwhile.
+const pulseRetry = 5 * time.Millisecond
 
 // bytesOf is d of s16le mono in bytes, whole 20 ms frames.
 func bytesOf(d, def time.Duration) uint32 { return uint32(2 * periodFrames(d, def)) }
@@ -394,14 +412,14 @@ func OpenPulse(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (_ 
 		}
 		lat := cfg.OutputLatency
 		if lat <= 0 {
-			lat = DefaultOutputLatency
+			lat = DefaultPulseOutputLatency
 		}
-		minreq := bytesOf(cfg.OutputPeriod, DefaultOutputPeriod)
+		minreq := bytesOf(cfg.OutputPeriod, DefaultPulseOutputPeriod)
 		req := proto.CreatePlaybackStream{
 			SampleSpec: spec, ChannelMap: proto.ChannelMap{proto.ChannelMono},
 			SinkIndex: proto.Undefined, SinkName: name,
 			BufferMaxLength:    proto.Undefined,
-			BufferTargetLength: bytesOf(lat, DefaultOutputLatency),
+			BufferTargetLength: bytesOf(lat, DefaultPulseOutputLatency),
 			// A stream that ran dry starts again after one period, not
 			// after a whole target length.
 			BufferPrebufferLength: minreq,
@@ -483,7 +501,9 @@ func (s *PulseStreams) callback(msg any) {
 			}
 		}
 	case *proto.Underflow:
-		if m.StreamIndex == s.play.Load() {
+		// A flush while playing empties the queue on purpose; the server
+		// reports that as an underflow: not counted.
+		if m.StreamIndex == s.play.Load() && !s.flushing.Load() {
 			s.warn(&s.underflow, "audio output underflowed: the server played a gap")
 		}
 	case *proto.Overflow:
@@ -523,15 +543,24 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 		}
 		return true
 	}
+	flush := func() bool {
+		s.flushing.Store(true)
+		return request(&proto.FlushPlaybackStream{StreamIndex: idx}, "flush output")
+	}
 	flushIf := func(n uint64) bool {
 		if n == flushes {
 			return true
 		}
 		flushes = n
-		return request(&proto.FlushPlaybackStream{StreamIndex: idx}, "flush output")
+		return flush()
 	}
-	// fill sends what the server asked for; audio is true when any of it
-	// was the Player's.
+	// A request the Player could not answer whole (mid-reply, the rest
+	// not yet arrived) is finished when this fires.
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	// fill sends what the server asked for, as far as the Player has it;
+	// audio is true when any of it was the Player's.
 	fill := func() (audio, ok bool) {
 		want := s.pending.Swap(0)
 		if want%2 == 1 {
@@ -540,6 +569,13 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 		}
 		for want > 0 {
 			k := min(int(want/2), len(buf))
+			if n, bounded := p.readable(); bounded && n < k {
+				if k = n; k == 0 {
+					s.pending.Add(want)
+					retry.Reset(pulseRetry)
+					break
+				}
+			}
 			got, n := p.read(buf[:k])
 			if !flushIf(n) {
 				return false, false
@@ -556,6 +592,10 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 			}
 			want -= int64(2 * k)
 			quiet += k
+			if got > 0 {
+				quiet = k - got // the reply's end, if it ended here
+			}
+			s.flushing.Store(false)
 		}
 		if !corked {
 			s.filledAt.Store(time.Now().UnixNano())
@@ -603,7 +643,19 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 				return
 			}
 			continue
+		case <-p.Started():
+			// A reply in the hang-over: drop the silence queued ahead of
+			// it (when all the server holds is silence) so that it starts
+			// as soon as from a corked stream.
+			if quiet >= s.tlength {
+				quiet = 0
+				if !flush() {
+					return
+				}
+			}
+			continue
 		case <-s.wake:
+		case <-retry.C:
 		}
 		audio, ok := fill()
 		if !ok {
@@ -625,8 +677,7 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 			quiet = 0
 			continue
 		}
-		if !request(&proto.CorkPlaybackStream{StreamIndex: idx, Corked: true}, "stop output") ||
-			!request(&proto.FlushPlaybackStream{StreamIndex: idx}, "stop output") {
+		if !request(&proto.CorkPlaybackStream{StreamIndex: idx, Corked: true}, "stop output") || !flush() {
 			return
 		}
 		s.stops.Add(1)
