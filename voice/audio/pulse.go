@@ -559,9 +559,9 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
-	// fill sends what the server asked for, as far as the Player has it;
-	// audio is true when any of it was the Player's.
-	fill := func() (audio, ok bool) {
+	// fill sends what the server asked for, as far as the Player has it,
+	// and counts the silence sent since the Player's last audio (quiet).
+	fill := func() bool {
 		want := s.pending.Swap(0)
 		if want%2 == 1 {
 			s.pending.Add(1)
@@ -569,8 +569,18 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 		}
 		for want > 0 {
 			k := min(int(want/2), len(buf))
-			if n, bounded := p.readable(); bounded && n < k {
-				if k = n; k == 0 {
+			have, bounded := p.readable()
+			if bounded && !corked && quiet >= s.tlength {
+				// A reply in the hang-over: all the server holds is
+				// silence; drop it so the reply starts as soon as on a
+				// corked stream.
+				quiet = 0
+				if !flush() {
+					return false
+				}
+			}
+			if bounded && have < k {
+				if k = have; k == 0 {
 					s.pending.Add(want)
 					retry.Reset(pulseRetry)
 					break
@@ -578,9 +588,8 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 			}
 			got, n := p.read(buf[:k])
 			if !flushIf(n) {
-				return false, false
+				return false
 			}
-			audio = audio || got > 0
 			for i, v := range buf[:k] {
 				binary.LittleEndian.PutUint16(out[2*i:], uint16(v))
 			}
@@ -588,7 +597,7 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 				if ctx.Err() == nil {
 					s.fail(fmt.Errorf("write output: %w", err))
 				}
-				return false, false
+				return false
 			}
 			want -= int64(2 * k)
 			quiet += k
@@ -600,11 +609,11 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 		if !corked {
 			s.filledAt.Store(time.Now().UnixNano())
 		}
-		return audio, true
+		return true
 	}
 	if s.hangover == 0 {
 		// It never stops: start at once.
-		if _, ok := fill(); !ok || !request(&proto.CorkPlaybackStream{StreamIndex: idx, Corked: false}, "start output") {
+		if !fill() || !request(&proto.CorkPlaybackStream{StreamIndex: idx, Corked: false}, "start output") {
 			return
 		}
 		corked = false
@@ -625,7 +634,7 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 				}
 			}
 			quiet = 0
-			if _, ok := fill(); !ok {
+			if !fill() {
 				return
 			}
 			if !request(&proto.CorkPlaybackStream{StreamIndex: idx, Corked: false}, "start output") {
@@ -643,29 +652,15 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 				return
 			}
 			continue
-		case <-p.Started():
-			// A reply in the hang-over: drop the silence queued ahead of
-			// it (when all the server holds is silence) so that it starts
-			// as soon as from a corked stream.
-			if quiet >= s.tlength {
-				quiet = 0
-				if !flush() {
-					return
-				}
-			}
-			continue
+		case <-p.Started(): // fill flushes the silence queued ahead of it
 		case <-s.wake:
 		case <-retry.C:
 		}
-		audio, ok := fill()
-		if !ok {
+		if !fill() {
 			return
 		}
-		if audio || p.Playing() {
-			quiet = 0
-			continue
-		}
-		if s.hangover == 0 || quiet < s.hangover {
+		// quiet counts the silence sent since the last audio (fill).
+		if p.Playing() || s.hangover == 0 || quiet < s.hangover {
 			continue
 		}
 		// Idle: cork, and drop the silence the server holds.
