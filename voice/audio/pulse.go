@@ -315,7 +315,8 @@ type PulseStreams struct {
 	rec, play atomic.Uint32 // stream indexes (proto.Undefined: none)
 	pending   atomic.Int64  // playback bytes the server asked for, not yet sent
 	filledAt  atomic.Int64  // when the server's queue was last topped up (unix ns; 0: corked)
-	flushing  atomic.Bool   // flushed while playing, nothing sent since: the server's underflow is ours
+	flushing  atomic.Bool   // flushed, nothing sent since: the server's underflow is ours
+	calmAt    atomic.Int64  // until then (unix ns) an underflow is still the flush's
 	tlength   int           // samples the server keeps queued
 	wake      chan struct{} // a playback request came
 	inBuf     []int16       // the reader's: one fragment as samples
@@ -501,9 +502,10 @@ func (s *PulseStreams) callback(msg any) {
 			}
 		}
 	case *proto.Underflow:
-		// A flush while playing empties the queue on purpose; the server
-		// reports that as an underflow: not counted.
-		if m.StreamIndex == s.play.Load() && !s.flushing.Load() {
+		// A flush empties the queue on purpose, and the server reports
+		// that as an underflow when it next looks (by then the queue may
+		// have been refilled): not counted.
+		if m.StreamIndex == s.play.Load() && !s.flushing.Load() && time.Now().UnixNano() > s.calmAt.Load() {
 			s.warn(&s.underflow, "audio output underflowed: the server played a gap")
 		}
 	case *proto.Overflow:
@@ -604,7 +606,9 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 			if got > 0 {
 				quiet = k - got // the reply's end, if it ended here
 			}
-			s.flushing.Store(false)
+			if s.flushing.Swap(false) {
+				s.calmAt.Store(time.Now().Add(s.attrs.SinkLatency + 50*time.Millisecond).UnixNano())
+			}
 		}
 		if !corked {
 			s.filledAt.Store(time.Now().UnixNano())
@@ -637,6 +641,7 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 			if !fill() {
 				return
 			}
+			s.flushing.Store(true) // an empty queue, if the reply is not there yet
 			if !request(&proto.CorkPlaybackStream{StreamIndex: idx, Corked: false}, "start output") {
 				return
 			}
