@@ -674,8 +674,7 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 		default:
 		}
 		if p.Playing() {
-			quiet = 0
-			continue
+			continue // a reply came: fill flushes the silence ahead of it
 		}
 		if !request(&proto.CorkPlaybackStream{StreamIndex: idx, Corked: true}, "stop output") || !flush() {
 			return
