@@ -32,15 +32,17 @@ WORDVEC_SRC := $(filter-out %_test.go,$(wildcard memory/embed/wordvec/*.go memor
 
 all: build
 
-# The client gets voice (build tag portaudio, cgo) when PortAudio's
-# development files and a C compiler are installed; hearth never needs it.
+# The client always has voice through PulseAudio's protocol (pure Go); it
+# also gets PortAudio (build tag portaudio, cgo) when PortAudio's
+# development files and a C compiler are installed, for machines with no
+# PulseAudio server; hearth never needs it.
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/hearth ./cmd/hearth
 	@if pkg-config --exists portaudio-2.0 2>/dev/null && [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then \
 		echo "$(GO) build -tags portaudio ... ./cmd/mnemo"; \
 		$(GO) build -tags portaudio -ldflags '$(LDFLAGS)' -o $(BIN)/mnemo ./cmd/mnemo; \
 	else \
-		echo "building mnemo without voice: PortAudio is not installed (make voice-deps, or: apt-get install portaudio19-dev pkg-config gcc)"; \
+		echo "building mnemo with PulseAudio voice only: PortAudio is not installed (make voice-deps, or: apt-get install portaudio19-dev pkg-config gcc)"; \
 		$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/mnemo ./cmd/mnemo; \
 	fi
 
@@ -111,7 +113,8 @@ test-audio:
 
 # Voice measurements on the devices (voice/audio/voicebench_test.go): the
 # paths mnemo adds latency to, barge-in to silence, CPU of a 30 s session,
-# underruns; and the speexdsp canceller's cost per frame.
+# underruns, for each backend (pulse, portaudio) in interleaved rounds
+# (MNEMO_VOICE_ROUNDS); and the speexdsp canceller's cost per frame.
 bench-voice:
 	GO=$(GO) MNEMO_AUDIO_REQUIRED=1 MNEMO_AUDIO_RACE= scripts/audio-test.sh -run '^$$' -bench 'Voice|Speex' -v $(AUDIO_FLAGS)
 

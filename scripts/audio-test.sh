@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The device tests of voice/audio (build tag portaudio; speexdsp too when
+# The device tests of voice/audio, each on both backends (PulseAudio's
+# protocol and PortAudio: build tag portaudio; speexdsp too when
 # libspeexdsp-dev is there) against a PulseAudio daemon of their own, with
 # null sinks as speaker and mic (scripts/audio-setup.sh). The daemon runs in
 # a fresh runtime dir and is stopped when the tests end: a sound server the

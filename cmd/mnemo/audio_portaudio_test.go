@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,10 +37,11 @@ func (h *deviceHearth) Transcript(_ context.Context, tr voicectl.Turn) error {
 func (h *deviceHearth) RunTool(context.Context, voice.FunctionCall) (string, error) { return "{}", nil }
 func (h *deviceHearth) StopVoice(context.Context) error                             { return nil }
 
-// TestDeskOnDevices: the desk on the real sound path (PortAudio through
-// PulseAudio null sinks, scripts/audio-setup.sh): speech played into the
-// mic sink reaches the provider, its reply plays on the speaker sink, and
-// both turns are stored. Run it with the environment make test-audio sets:
+// TestDeskOnDevices: the desk on the real sound path, through each backend
+// (PulseAudio's protocol; PortAudio) to PulseAudio null sinks
+// (scripts/audio-setup.sh): speech played into the mic sink reaches the
+// provider, its reply plays on the speaker sink, and both turns are
+// stored. Run it with the environment make test-audio sets:
 //
 //	XDG_RUNTIME_DIR=/tmp/mnemo-audio PULSE_SERVER=unix:/tmp/mnemo-audio/pulse/native \
 //	  go test -tags portaudio -race -gcflags=all=-d=checkptr=0 -run TestDeskOnDevices ./cmd/mnemo
@@ -50,10 +52,25 @@ func TestDeskOnDevices(t *testing.T) {
 		}
 		t.Skip("no sound server: make test-audio sets one up")
 	}
+	for _, backend := range []string{"pulse", "portaudio"} {
+		t.Run(backend, func(t *testing.T) { testDeskOnDevices(t, backend) })
+	}
+}
+
+func testDeskOnDevices(t *testing.T, backend string) {
 	srv := voicetest.Start(t, voicetest.Options{Turns: []voicetest.Turn{{User: "hello there",
 		Reply: voicetest.Reply{Transcript: "Hi.", AudioMS: 600}}}})
 	// The default devices: mic.monitor in, spk out.
-	a := newAudio(func(string) string { return "" }, slog.New(slog.DiscardHandler))
+	getenv := func(k string) string {
+		if k == "MNEMO_AUDIO_BACKEND" {
+			return backend
+		}
+		return os.Getenv(k)
+	}
+	a := newAudio(getenv, slog.New(slog.DiscardHandler))
+	if got, err := a.Backend(t.Context()); err != nil || !strings.HasPrefix(got, backend) {
+		t.Fatalf("backend %q, %v; want %s", got, err, backend)
+	}
 	devs, err := a.Devices(t.Context())
 	if err != nil || len(devs) == 0 {
 		t.Fatalf("no audio devices (%v): is the sound server at PULSE_SERVER running? scripts/audio-setup.sh starts it", err)

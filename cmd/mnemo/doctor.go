@@ -25,6 +25,7 @@ import (
 	"github.com/mnemo/mnemo/ipc"
 	"github.com/mnemo/mnemo/memory"
 	"github.com/mnemo/mnemo/tui/voicectl"
+	"github.com/mnemo/mnemo/voice/audio"
 )
 
 // finding is one check of mnemo doctor: what was looked at, whether it is
@@ -64,6 +65,9 @@ type doctorEnv struct {
 	// audio lists the sound devices; nil when this mnemo is built without
 	// voice.
 	audio func(ctx context.Context) ([]voicectl.Device, error)
+	// audioBackend says which audio backend voice would use now
+	// (MNEMO_AUDIO_BACKEND); nil: not asked.
+	audioBackend func(ctx context.Context) (string, error)
 	// tls, when set, says which TLS certificate this client trusts for
 	// hearth ("" when it speaks plain TCP).
 	tls func() string
@@ -137,7 +141,7 @@ func doctor(ctx context.Context, env doctorEnv, w io.Writer) error {
 			add(f)
 		}
 	}
-	add(audioFinding(ctx, env.audio))
+	add(audioFinding(ctx, env.audio, env.audioBackend))
 	add(diskFinding(env.root, env.free))
 	add(clockFinding(filepath.Join(env.root, "threads"), env.now()))
 	if h != nil {
@@ -525,19 +529,30 @@ func reachServer(hc *http.Client, getenv func(string) string) func(context.Conte
 	}
 }
 
-// doctorAudio is the sound card's device list, nil without voice.
-func doctorAudio() func(context.Context) ([]voicectl.Device, error) {
+// doctorAudio is the sound card's device list and the backend voice
+// would use.
+func doctorAudio() (func(context.Context) ([]voicectl.Device, error), func(context.Context) (string, error)) {
 	a := newAudio(os.Getenv, slog.New(slog.DiscardHandler))
-	if a == nil {
-		return nil
-	}
-	return a.Devices
+	return a.Devices, a.Backend
 }
 
-// audioFinding lists the sound devices voice would use.
-func audioFinding(ctx context.Context, devices func(context.Context) ([]voicectl.Device, error)) finding {
+// audioFinding lists the sound devices voice would use, and through which
+// backend.
+func audioFinding(ctx context.Context, devices func(context.Context) ([]voicectl.Device, error), backend func(context.Context) (string, error)) finding {
 	if devices == nil {
 		return finding{name: "audio", ok: true, detail: "voice is not built into this mnemo (PortAudio was missing at build: `make voice-deps`, then `make build`)"}
+	}
+	via := ""
+	if backend != nil {
+		b, err := backend(ctx)
+		switch {
+		case errors.Is(err, audio.ErrNoPulse) && !audio.HavePortAudio:
+			return warning("audio", "voice has no sound server here: "+err.Error(),
+				"start PulseAudio or PipeWire (its pulse socket), or build mnemo with PortAudio: `make voice-deps`, then `make build`")
+		case err != nil:
+			return finding{"audio", false, err.Error(), "MNEMO_AUDIO_BACKEND is auto, pulse or portaudio; pulse needs a PulseAudio (or PipeWire) server running", false}
+		}
+		via = "backend " + b + "; "
 	}
 	ds, err := devices(ctx)
 	if err != nil {
@@ -559,7 +574,7 @@ func audioFinding(ctx context.Context, devices func(context.Context) ([]voicectl
 			defOut = d.Name
 		}
 	}
-	detail := fmt.Sprintf("%d input and %d output device(s); default in %q, out %q", in, out, defIn, defOut)
+	detail := fmt.Sprintf("%s%d input and %d output device(s); default in %q, out %q", via, in, out, defIn, defOut)
 	if in == 0 || out == 0 {
 		return warning("audio", detail, "voice needs a microphone and a speaker: plug them in or start the sound server; MNEMO_AUDIO_INPUT/OUTPUT pick a device")
 	}

@@ -157,6 +157,18 @@ func TestDoctor(t *testing.T) {
 		{"no sound server", func(t *testing.T, e *doctorEnv) {
 			e.audio = func(context.Context) ([]voicectl.Device, error) { return nil, errors.New("portaudio: no host") }
 		}, []string{"FAIL audio", "portaudio: no host", "sound server"}, true},
+		{"the backend is named", func(t *testing.T, e *doctorEnv) {
+			e.audio = func(context.Context) ([]voicectl.Device, error) {
+				return []voicectl.Device{{Name: "mic.monitor", Inputs: 1, DefaultInput: true}, {Name: "spk", Outputs: 1, DefaultOutput: true}}, nil
+			}
+			e.audioBackend = func(context.Context) (string, error) { return "pulse (unix:/run/user/1000/pulse/native)", nil }
+		}, []string{"ok   audio", `backend pulse (unix:/run/user/1000/pulse/native); 1 input and 1 output device(s)`, "all good"}, false},
+		{"the backend refused", func(t *testing.T, e *doctorEnv) {
+			e.audio = func(context.Context) ([]voicectl.Device, error) { return nil, nil }
+			e.audioBackend = func(context.Context) (string, error) {
+				return "", errors.New("audio backend pulse: no PulseAudio server answers at unix:/x")
+			}
+		}, []string{"FAIL audio", "no PulseAudio server answers", "fix: MNEMO_AUDIO_BACKEND"}, true},
 		{"clock went back", func(t *testing.T, e *doctorEnv) {
 			e.now = func() time.Time { return time.Now().Add(-2 * time.Hour) }
 			e.health = withTime(e.health, func(time.Time) time.Time { return time.Now().Add(-2 * time.Hour) })

@@ -75,7 +75,7 @@ func runLocal(ctx context.Context, lo localOptions, cmd string, args []string, h
 			return usagef("%v", err)
 		}
 		return tui.Run(ctx, tui.RunOptions{Addr: "local · " + sys.RootDir(), Client: lo.client, Session: teaSession{c}, Log: log,
-			Audio: newAudio(os.Getenv, log), VoiceEcho: echo}) // audio_*.go
+			Audio: newAudio(os.Getenv, log), VoiceEcho: echo}) // audio.go
 	case "send":
 		return tui.Send(ctx, o, strings.Join(args, " "), os.Stdout)
 	case "history":

@@ -229,9 +229,10 @@ func run() error {
 			}
 			return ipc.DiscoverToken(os.Getenv)
 		}
+		devices, backend := doctorAudio()
 		return doctor(ctx, doctorEnv{clientVersion: version, token: tok, health: askHealth(o.Addr, o.Client),
 			root: r, gw: gw, free: statfsFree, now: time.Now, config: cerr,
-			reach: reachServer(&http.Client{}, os.Getenv), audio: doctorAudio(),
+			reach: reachServer(&http.Client{}, os.Getenv), audio: devices, audioBackend: backend,
 			tls: func() string { return tlsLine(o.Addr) }, provider: doctorProvider(checkProvider, o.Addr, o.Client)}, os.Stdout)
 	case "stop": // stop.go
 		if *localMode {
@@ -330,7 +331,7 @@ func runTUI(ctx context.Context, o tui.Options, local bool, token func() (string
 		return usagef("%v", err)
 	}
 	err = tui.Run(ctx, tui.RunOptions{Addr: o.Addr, Client: o.Client, Token: token, Local: local, Log: log,
-		Audio: newAudio(os.Getenv, log), VoiceEcho: echo}) // audio_*.go
+		Audio: newAudio(os.Getenv, log), VoiceEcho: echo}) // audio.go
 	if err != nil {
 		log.Error("mnemo stopped", "err", err)
 	}

@@ -116,8 +116,9 @@ func (k *collector) len() int {
 // level; through PulseAudio's module-echo-cancel aec_method=webrtc (the
 // EchoCancel mode's devices, as scripts/echo-cancel.sh sets them up) the
 // agent is gone within the first second and the user's words come through.
-func TestEchoCancelDevice(t *testing.T) {
-	needAudio(t)
+func TestEchoCancelDevice(t *testing.T) { eachBackend(t, testEchoCancelDevice) }
+
+func testEchoCancelDevice(t *testing.T, b Backend) {
 	far := speech(t, "en-us", "Good morning. I read the notes you left yesterday about the garden, "+
 		"and I think the tomatoes need more sun than the corner by the fence gets. "+
 		"We could move them next to the shed, where the light lasts until evening.")
@@ -167,7 +168,7 @@ func TestEchoCancelDevice(t *testing.T) {
 				}
 			}})
 			c := NewCapture(CaptureConfig{Gate: g, Depth: 2000})
-			s, err := OpenStreams(t.Context(), DeviceConfig{}, c, p)
+			s, err := Open(t.Context(), b, DeviceConfig{}, c, p)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -25,7 +25,7 @@ type testDesk struct {
 	p  *Player
 	c  *Capture
 	g  *Gate
-	st *Streams
+	st DeviceStreams
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -61,18 +61,18 @@ func (d *testDesk) speak(n int) []byte {
 }
 
 // openDesk dials the stand-in and opens the default devices in mode.
-func openDesk(t testing.TB, srv *voicetest.Server, mode Mode) *testDesk {
-	return openDeskWith(t, &voicetest.Credentials{Server: srv}, srv.HTTPClient(), mode)
+func openDesk(t testing.TB, b Backend, srv *voicetest.Server, mode Mode) *testDesk {
+	return openDeskWith(t, b, &voicetest.Credentials{Server: srv}, srv.HTTPClient(), mode)
 }
 
 // openDeskWith dials with creds over client and opens the default devices.
-func openDeskWith(t testing.TB, creds voice.Credentials, client *http.Client, mode Mode) *testDesk {
+func openDeskWith(t testing.TB, b Backend, creds voice.Credentials, client *http.Client, mode Mode) *testDesk {
 	t.Helper()
-	return openDeskOn(t, creds, client, mode, DeviceConfig{})
+	return openDeskOn(t, b, creds, client, mode, DeviceConfig{})
 }
 
 // openDeskOn is openDeskWith on the devices cfg sets up.
-func openDeskOn(t testing.TB, creds voice.Credentials, client *http.Client, mode Mode, cfg DeviceConfig) *testDesk {
+func openDeskOn(t testing.TB, b Backend, creds voice.Credentials, client *http.Client, mode Mode, cfg DeviceConfig) *testDesk {
 	t.Helper()
 	s, err := voice.Dial(t.Context(), creds, voice.Options{HTTPClient: client})
 	if err != nil {
@@ -91,7 +91,7 @@ func openDeskOn(t testing.TB, creds voice.Credentials, client *http.Client, mode
 		}()
 	}})
 	d.c = NewCapture(CaptureConfig{Gate: d.g})
-	d.st, err = OpenStreams(t.Context(), cfg, d.c, d.p)
+	d.st, err = Open(t.Context(), b, cfg, d.c, d.p)
 	if err != nil {
 		s.Close()
 		t.Fatal(err)

@@ -15,16 +15,6 @@ import (
 	"github.com/gordonklaus/portaudio"
 )
 
-// Device is an audio device PortAudio offers.
-type Device struct {
-	Name              string
-	Host              string // host API: ALSA, ...
-	Inputs, Outputs   int    // channels
-	DefaultSampleRate float64
-	DefaultInput      bool
-	DefaultOutput     bool
-}
-
 // Devices lists the devices PortAudio sees. With no sound card and no
 // sound server the list is empty.
 func Devices() ([]Device, error) {
@@ -101,73 +91,6 @@ func findDevice(name string, input bool) (*portaudio.DeviceInfo, error) {
 		names[i] = d.Name
 	}
 	return nil, fmt.Errorf("%s device %q is ambiguous: %s", kind, name, strings.Join(names, ", "))
-}
-
-// DeviceConfig chooses the devices; "" is the system default.
-type DeviceConfig struct {
-	Input, Output string
-	// InputPeriod and OutputPeriod are the device buffers, whole 20 ms
-	// frames (0: DefaultInputPeriod, DefaultOutputPeriod). A longer
-	// period wakes the device layer less often and adds its length to
-	// that direction's latency.
-	InputPeriod, OutputPeriod time.Duration
-	Logger                    *slog.Logger
-
-	// OutputLatency is how much audio the output device is asked to
-	// hold ahead of the speaker (0: DefaultOutputLatency).
-	OutputLatency time.Duration
-	// OutputHangover is how long the output stream plays silence after a
-	// reply before it stops until the next (0: DefaultOutputHangover;
-	// negative: it never stops).
-	OutputHangover time.Duration
-
-	// blocking makes the loops wait inside PortAudio's blocking calls,
-	// as mnemo did before pacing (for the benchmarks' A/B).
-	blocking bool
-}
-
-// The device periods. Capture takes 40 ms buffers: capturing through
-// ALSA's pulse plugin costs about three times what playing does, and half
-// the wake-ups halve it, for at most 20 ms more before a frame is sent
-// (the first of the two; still 20 ms frames on the wire). Playback keeps
-// 20 ms: its period is added to every reply and to barge-in. Measured in
-// DESIGN.md ("Voice measurements").
-const (
-	DefaultInputPeriod  = 40 * time.Millisecond
-	DefaultOutputPeriod = 20 * time.Millisecond
-)
-
-// DefaultOutputLatency is the output latency asked of the device. The
-// play loop writes a buffer as soon as the device has room for one (see
-// pacer), so the device holds between this and a buffer more; 60 ms
-// (not the pulse plugin's 40 ms default) keeps a late wake-up on a loaded
-// machine from running it dry, and replies are still heard sooner than
-// when the loop waited inside PortAudio's blocking write (DESIGN.md,
-// "Voice measurements").
-const DefaultOutputLatency = 60 * time.Millisecond
-
-// DefaultOutputHangover is how long the output stream runs on silence
-// before it stops: long enough that the reply after a tool call or a
-// short pause finds it running, short enough that a session spent
-// listening costs no playback (DESIGN.md, "Voice measurements").
-const DefaultOutputHangover = 500 * time.Millisecond
-
-// periodFrames is d in samples, rounded to whole 20 ms frames (at least one).
-func periodFrames(d, def time.Duration) int {
-	if d <= 0 {
-		d = def
-	}
-	const frame = time.Second * FrameSamples / SampleRate
-	n := int((d + frame/2) / frame)
-	return max(1, n) * FrameSamples
-}
-
-// DeviceStats counts the device's complaints, which are warnings: the
-// streams keep running.
-type DeviceStats struct {
-	InputOverflows   uint64 // capture samples lost before we read them
-	OutputUnderflows uint64 // the device played a gap before we wrote
-	OutputStops      uint64 // times the output stopped for lack of audio
 }
 
 // Streams are the open input and output streams: 24 kHz int16 mono,
@@ -415,3 +338,16 @@ func (s *Streams) closeStreams() error {
 	s.in, s.out = nil, nil
 	return errors.Join(errs...)
 }
+
+// HavePortAudio: this build has the PortAudio backend (build tag portaudio).
+const HavePortAudio = true
+
+func openPortAudio(ctx context.Context, cfg DeviceConfig, c *Capture, p *Player) (DeviceStreams, error) {
+	s, err := OpenStreams(ctx, cfg, c, p)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func portAudioDevices() ([]Device, error) { return Devices() }

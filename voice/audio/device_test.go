@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,24 +29,37 @@ func needAudio(t testing.TB) {
 	t.Skip("no sound server: make test-audio sets one up")
 }
 
-func TestDevices(t *testing.T) {
+// eachBackend runs a device test on each backend: PulseAudio's native
+// protocol and PortAudio, the same devices under the same server.
+func eachBackend(t *testing.T, test func(*testing.T, Backend)) {
 	needAudio(t)
-	devs, err := Devices()
+	for _, b := range []Backend{BackendPulse, BackendPortAudio} {
+		t.Run(string(b), func(t *testing.T) { test(t, b) })
+	}
+}
+
+func TestDevices(t *testing.T) { eachBackend(t, testDevices) }
+
+func testDevices(t *testing.T, b Backend) {
+	devs, err := ListDevices(t.Context(), b, DeviceConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var in, out bool
 	for _, d := range devs {
-		t.Logf("%q host=%s in=%d out=%d rate=%.0f defaultIn=%v defaultOut=%v",
-			d.Name, d.Host, d.Inputs, d.Outputs, d.DefaultSampleRate, d.DefaultInput, d.DefaultOutput)
+		t.Logf("%q (%s) host=%s in=%d out=%d rate=%.0f defaultIn=%v defaultOut=%v",
+			d.Name, d.Description, d.Host, d.Inputs, d.Outputs, d.DefaultSampleRate, d.DefaultInput, d.DefaultOutput)
 		in = in || d.DefaultInput
 		out = out || d.DefaultOutput
 	}
 	if !in || !out {
 		t.Fatalf("no default input (%v) or output (%v) among %d devices", in, out, len(devs))
 	}
-	if _, err := OpenStreams(t.Context(), DeviceConfig{Output: "no such device"}, nil, NewPlayer(PlayerConfig{})); err == nil {
-		t.Error("opened a device that does not exist")
+	for _, cfg := range []DeviceConfig{{Output: "no such device"}, {Input: "no such device"}} {
+		_, err := Open(t.Context(), b, cfg, NewCapture(CaptureConfig{}), NewPlayer(PlayerConfig{}))
+		if err == nil || !strings.Contains(err.Error(), "no such device") {
+			t.Errorf("Open(%+v) = %v: want an error naming the device", cfg, err)
+		}
 	}
 }
 
@@ -153,8 +167,9 @@ func (r *recorder) len() int {
 // TestPlaybackReachesSpeaker plays a chirp through the Player and the
 // output stream, records the speaker sink's monitor with parec, and finds
 // the chirp there by cross-correlation: it arrived intact, this late.
-func TestPlaybackReachesSpeaker(t *testing.T) {
-	needAudio(t)
+func TestPlaybackReachesSpeaker(t *testing.T) { eachBackend(t, testPlaybackReachesSpeaker) }
+
+func testPlaybackReachesSpeaker(t *testing.T, b Backend) {
 	rec := record(t, "parec", "--device=spk.monitor", "--rate=24000", "--channels=1",
 		"--format=s16le", "--raw", "--latency-msec=10")
 	rec.wait(t, 1) // the monitor is live
@@ -168,7 +183,7 @@ func TestPlaybackReachesSpeaker(t *testing.T) {
 			}
 		}
 	}})
-	s, err := OpenStreams(t.Context(), DeviceConfig{}, nil, p)
+	s, err := Open(t.Context(), b, DeviceConfig{}, nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,6 +200,9 @@ func TestPlaybackReachesSpeaker(t *testing.T) {
 	checkArrived(t, "played", got[start:], ref)
 	t.Logf("device output latency %v; handed to the device in %v; stats %+v %+v",
 		s.OutputLatency(), handed, p.Stats(), s.Stats())
+	if ps, ok := s.(*PulseStreams); ok {
+		t.Logf("the server granted %+v", ps.Attrs())
+	}
 	if st := p.Stats(); st.Played != uint64(len(ref)) || st.Underruns != 0 {
 		t.Errorf("player stats %+v: want all %d samples played, no underrun", st, len(ref))
 	}
@@ -192,10 +210,11 @@ func TestPlaybackReachesSpeaker(t *testing.T) {
 
 // TestCaptureFromMic plays a chirp into the mic sink with pacat and finds
 // it in the frames Capture delivers from the input stream.
-func TestCaptureFromMic(t *testing.T) {
-	needAudio(t)
+func TestCaptureFromMic(t *testing.T) { eachBackend(t, testCaptureFromMic) }
+
+func testCaptureFromMic(t *testing.T, b Backend) {
 	c := NewCapture(CaptureConfig{Depth: 500})
-	s, err := OpenStreams(t.Context(), DeviceConfig{}, c, nil)
+	s, err := Open(t.Context(), b, DeviceConfig{}, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,6 +258,9 @@ func TestCaptureFromMic(t *testing.T) {
 	c.Close()
 	checkArrived(t, "captured", all[start:], ref)
 	t.Logf("capture stats %+v; device %+v", c.Stats(), s.Stats())
+	if ps, ok := s.(*PulseStreams); ok {
+		t.Logf("the server granted %+v", ps.Attrs())
+	}
 }
 
 // checkArrived asserts that ref is in rec: whole, or (on a loaded machine
@@ -268,13 +290,14 @@ func checkArrived(t *testing.T, what string, rec, ref []int16) {
 // TestBargeInSilence plays a long tone, flushes the Player once the tone
 // is heard on spk.monitor, and measures in the recording how long the
 // speaker kept sounding: barge-in → silence.
-func TestBargeInSilence(t *testing.T) {
-	needAudio(t)
+func TestBargeInSilence(t *testing.T) { eachBackend(t, testBargeInSilence) }
+
+func testBargeInSilence(t *testing.T, b Backend) {
 	rec := record(t, "parec", "--device=spk.monitor", "--rate=24000", "--channels=1",
 		"--format=s16le", "--raw", "--latency-msec=10")
 	rec.wait(t, 1)
 	p := NewPlayer(PlayerConfig{})
-	s, err := OpenStreams(t.Context(), DeviceConfig{}, nil, p)
+	s, err := Open(t.Context(), b, DeviceConfig{}, nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,8 +349,9 @@ func TestBargeInSilence(t *testing.T) {
 // what the Player plays into the mic. In full duplex Capture hears the
 // chirp back (the loop works); in half duplex the gate keeps every frame
 // of it out, through the hold, so the agent cannot interrupt itself.
-func TestEchoGated(t *testing.T) {
-	needAudio(t)
+func TestEchoGated(t *testing.T) { eachBackend(t, testEchoGated) }
+
+func testEchoGated(t *testing.T, b Backend) {
 	out, err := exec.Command("pactl", "load-module", "module-loopback",
 		"source=spk.monitor", "sink=mic", "latency_msec=30").Output()
 	if err != nil {
@@ -352,7 +376,7 @@ func TestEchoGated(t *testing.T) {
 				}
 			}})
 			c := NewCapture(CaptureConfig{Gate: g, Depth: 1000})
-			s, err := OpenStreams(t.Context(), DeviceConfig{}, c, p)
+			s, err := Open(t.Context(), b, DeviceConfig{}, c, p)
 			if err != nil {
 				t.Fatal(err)
 			}

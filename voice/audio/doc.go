@@ -4,9 +4,12 @@
 // level meters for the UI, and the half-duplex gate that keeps the agent
 // from hearing itself. All of it is pure Go; PCM is 24 kHz int16 mono.
 //
-// The PortAudio device layer (device.go) is built only with the build tag
-// `portaudio` (cgo, portaudio19-dev); `make test-audio` runs it against
-// PulseAudio null sinks.
+// Two device layers feed a Capture and drain a Player (Open, behind
+// DeviceStreams): PulseAudio's native protocol over the server's socket
+// (pulse.go, pure Go, in every build) and PortAudio (device.go, build tag
+// `portaudio`: cgo, portaudio19-dev). ChooseBackend picks: pulse when a
+// PulseAudio server answers, else PortAudio. `make test-audio` runs the
+// device tests on both against PulseAudio null sinks.
 package audio
 
 import "github.com/mnemo/mnemo/voice"

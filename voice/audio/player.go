@@ -75,6 +75,9 @@ type Player struct {
 	gate    *Gate
 	notify  func(bool)
 	started chan struct{} // 1-buffered: a reply started being queued
+	flushed chan struct{} // 1-buffered: Flush was called
+	held    func() int    // samples the device holds that a flush drops (setHeld)
+	flushes uint64        // calls of Flush
 	latency time.Duration
 	meter   Meter
 	stats   PlayerStats
@@ -94,6 +97,7 @@ func NewPlayer(cfg PlayerConfig) *Player {
 		gate:    cfg.Gate,
 		notify:  cfg.OnPlaying,
 		started: make(chan struct{}, 1),
+		flushed: make(chan struct{}, 1),
 	}
 }
 
@@ -147,6 +151,15 @@ func (p *Player) Finish() {
 // none) and returns how many were audio. The output device calls it once
 // per buffer.
 func (p *Player) Read(out []int16) int {
+	n, _ := p.read(out)
+	return n
+}
+
+// read is Read, and how many Flushes came before it: a device layer that
+// drops what its device holds on a flush does so before it sends what
+// this read (PulseStreams), so it never drops audio queued after the
+// flush.
+func (p *Player) read(out []int16) (int, uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.state == buffering && (p.n >= p.pre || p.done) {
@@ -173,29 +186,78 @@ func (p *Player) Read(out []int16) int {
 	}
 	clear(out[got:])
 	p.meter.Update(out)
-	return got
+	return got, p.flushes
 }
 
 // Flush is barge-in: it empties the ring at once and returns the item
 // that was playing and the milliseconds of it heard: all that Read handed
-// to the device, since the device plays out what it holds (its output
-// latency, 40 ms here) and the speaker falls silent after it, within
-// 100 ms; ok is false when nothing was queued. Pass them to
-// voice.Session.InterruptItem.
+// to the device, since the device plays out what it holds (PortAudio: its
+// output latency, 60 ms here) and the speaker falls silent after it,
+// within 100 ms; less what a device that drops what it holds on a flush
+// (PulseAudio) still held. ok is false when nothing was queued. Pass them
+// to voice.Session.InterruptItem.
 func (p *Player) Flush() (itemID string, heardMS int, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	itemID, heardMS, ok = p.track.Heard()
+	if ok && p.held != nil {
+		heardMS = max(0, heardMS-p.held()*1000/SampleRate)
+	}
 	p.track.Flush()
 	p.stats.Flushed += uint64(p.n)
+	p.flushes++
 	p.r, p.n = 0, 0
 	p.done = false
 	if p.state != idle {
 		p.state = idle
 		p.setPlaying(false)
 	}
+	select {
+	case p.flushed <- struct{}{}:
+	default:
+	}
 	return itemID, heardMS, ok
 }
+
+// readable says how much Read may take without running the ring dry in
+// the middle of a reply: bounded is false when Read may take any amount
+// (nothing to play: silence; or the reply's end is queued), else at most
+// n samples (0 while pre-buffering). A device layer that must answer for
+// more than a buffer at once (PulseAudio's requests) takes what is
+// there and comes back for the rest, instead of playing zeros inside a
+// reply.
+func (p *Player) readable() (n int, bounded bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.state == idle || p.done:
+		return 0, false
+	case p.state == buffering && p.n < p.pre:
+		return 0, true
+	}
+	return p.n, true
+}
+
+// setHeld tells the Player how to ask the device layer how many samples
+// it holds that Flush makes it drop (they were handed, but not heard).
+// held is called with the Player locked.
+func (p *Player) setHeld(held func() int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = held
+}
+
+// flushCount is how many Flushes there were.
+func (p *Player) flushCount() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.flushes
+}
+
+// Flushed is signalled by every Flush: a device layer that can drop what
+// its device holds (PulseAudio's flush of the playback stream) does so
+// then, and the speaker falls silent sooner than the device's latency.
+func (p *Player) Flushed() <-chan struct{} { return p.flushed }
 
 // SetOutputLatency is how far audio handed to the device runs ahead of
 // what is heard (the device layer reports it): OutputLatency tells the UI.

@@ -388,3 +388,79 @@ func TestPlayerStarted(t *testing.T) {
 		t.Fatal("no start for the reply after a barge-in")
 	}
 }
+
+// TestPlayerFlushHeld: on a device that drops what it holds when flushed
+// (PulseAudio), what it held was handed but never heard: Flush takes it
+// off the heard time (never below zero); every Flush is counted and
+// signalled, and each read says how many flushes came before it, so the
+// device flushes before it sends audio queued after one. readable bounds
+// a read to what is queued mid-reply, and to nothing while pre-buffering.
+func TestPlayerFlushHeld(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		held     int // samples the device holds
+		hasHeld  bool
+		handedMS int
+		wantMS   int
+	}{
+		{"plays out what it holds", 0, false, 200, 200},
+		{"drops 50 ms", samples(50), true, 200, 150},
+		{"drops nothing", 0, true, 200, 200},
+		{"drops more than this item", samples(300), true, 200, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewPlayer(PlayerConfig{PreBuffer: 20 * time.Millisecond})
+			if tt.hasHeld {
+				p.setHeld(func() int { return tt.held })
+			}
+			p.Write("item_1", make([]byte, 2*samples(1000)))
+			out := make([]int16, samples(tt.handedMS))
+			if n, flushes := p.read(out); n != len(out) || flushes != 0 {
+				t.Fatalf("read = %d, %d flushes; want %d, 0", n, flushes, len(out))
+			}
+			select {
+			case <-p.Flushed():
+				t.Fatal("signalled before any flush")
+			default:
+			}
+			item, ms, ok := p.Flush()
+			if item != "item_1" || ms != tt.wantMS || !ok {
+				t.Errorf("Flush = %q %d ms %v, want item_1 %d ms", item, ms, ok, tt.wantMS)
+			}
+			select {
+			case <-p.Flushed():
+			default:
+				t.Fatal("Flush not signalled")
+			}
+			p.Write("item_2", make([]byte, 2*FrameSamples))
+			p.Finish()
+			if _, flushes := p.read(out[:FrameSamples]); flushes != 1 || p.flushCount() != 1 {
+				t.Errorf("a read after one flush says %d flushes (count %d)", flushes, p.flushCount())
+			}
+		})
+	}
+}
+
+func TestPlayerReadable(t *testing.T) {
+	pre := samples(80)
+	for _, tt := range []struct {
+		name        string
+		setup       func(p *Player)
+		wantN       int
+		wantBounded bool
+	}{
+		{"idle: silence, any amount", func(*Player) {}, 0, false},
+		{"pre-buffering: nothing yet", func(p *Player) { p.Write("a", make([]byte, 2*(pre-1))) }, 0, true},
+		{"playing: what is queued", func(p *Player) { p.Write("a", make([]byte, 2*(pre+100))) }, pre + 100, true},
+		{"the reply's end queued: any amount", func(p *Player) { p.Write("a", make([]byte, 2*10)); p.Finish() }, 0, false},
+		{"after a flush: silence", func(p *Player) { p.Write("a", make([]byte, 2*(pre+100))); p.Flush() }, 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewPlayer(PlayerConfig{PreBuffer: 80 * time.Millisecond})
+			tt.setup(p)
+			if n, bounded := p.readable(); n != tt.wantN || bounded != tt.wantBounded {
+				t.Errorf("readable = %d, %v; want %d, %v", n, bounded, tt.wantN, tt.wantBounded)
+			}
+		})
+	}
+}

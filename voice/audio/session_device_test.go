@@ -28,8 +28,9 @@ import (
 // VAD threshold, and the agent interrupted itself (DESIGN.md, "Echo");
 // 10 dB down left it 2.7–5 dB under the threshold, too thin for a
 // loaded CI machine.
-func TestSessionOnDevice(t *testing.T) {
-	needAudio(t)
+func TestSessionOnDevice(t *testing.T) { eachBackend(t, testSessionOnDevice) }
+
+func testSessionOnDevice(t *testing.T, b Backend) {
 	user := speech(t, "en-us", "Hello. What should I plant next to the tomatoes?")
 	agent := speech(t, "en-gb", "Basil, and a few marigolds to keep the pests away.")
 	room := loadModule(t, "module-loopback", "source=spk.monitor", "sink=mic", "latency_msec=30")
@@ -61,7 +62,7 @@ func TestSessionOnDevice(t *testing.T) {
 			rec.wait(t, 1)
 			srv := voicetest.Start(t, voicetest.Options{Turns: []voicetest.Turn{{User: "what to plant",
 				Reply: voicetest.Reply{Transcript: "Basil, and a few marigolds to keep the pests away.", AudioMS: replyMS}}}})
-			d := openDesk(t, srv, tt.mode)
+			d := openDesk(t, b, srv, tt.mode)
 			// Sample-exact in half duplex. In echo-cancel mode the
 			// canceller's sink resamples to 32 kHz and back: there the
 			// Player's counts say it all played.
@@ -136,8 +137,9 @@ func TestSessionOnDevice(t *testing.T) {
 // the desk flushes the Player and truncates the item at the point heard.
 // In the speaker's recording the reply stops within 100 ms of that, and
 // the truncate matches what the recording shows was played.
-func TestSessionBargeInOnDevice(t *testing.T) {
-	needAudio(t)
+func TestSessionBargeInOnDevice(t *testing.T) { eachBackend(t, testSessionBargeInOnDevice) }
+
+func testSessionBargeInOnDevice(t *testing.T, b Backend) {
 	user := speech(t, "en-us", "Hello there.")
 	stop := speech(t, "en-us", "Stop.")
 	const replyMS = 4000
@@ -148,7 +150,7 @@ func TestSessionBargeInOnDevice(t *testing.T) {
 		{User: "hello", Reply: voicetest.Reply{Transcript: "one two three four five six seven eight nine ten", AudioMS: replyMS}},
 		{User: "stop", Reply: voicetest.Reply{Transcript: "Sure.", AudioMS: 300}},
 	}})
-	d := openDesk(t, srv, FullDuplex)
+	d := openDesk(t, b, srv, FullDuplex)
 	var firstRec, flushRec, heardMS int
 	d.mu.Lock()
 	d.onFirst = func() {

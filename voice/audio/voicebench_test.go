@@ -120,17 +120,22 @@ func threadCPU() time.Duration {
 // waiting inside PortAudio's blocking calls), paced in Go at 60 ms output
 // latency with the output always running (always-on), and the defaults
 // (the same, the output stopped after 500 ms of silence).
+//
+// Then the backends A/B: portaudio is PortAudio's defaults (as
+// "default" was), pulse the PulseAudio backend's.
 func benchDevices() []benchDevice {
 	return []benchDevice{
-		{name: "blocking", cfg: DeviceConfig{OutputLatency: 40 * time.Millisecond, blocking: true}},
-		{name: "always-on", cfg: DeviceConfig{OutputHangover: -1}},
-		{name: "default", cfg: DeviceConfig{}},
+		{name: "blocking", backend: BackendPortAudio, cfg: DeviceConfig{OutputLatency: 40 * time.Millisecond, blocking: true}},
+		{name: "always-on", backend: BackendPortAudio, cfg: DeviceConfig{OutputHangover: -1}},
+		{name: "portaudio", backend: BackendPortAudio, cfg: DeviceConfig{}},
+		{name: "pulse", backend: BackendPulse, cfg: DeviceConfig{}},
 	}
 }
 
 type benchDevice struct {
-	name string
-	cfg  DeviceConfig
+	name    string
+	backend Backend
+	cfg     DeviceConfig
 	// only opens one direction: "in" or "out" (BenchmarkVoiceDevicesIdle)
 	only string
 }
@@ -176,12 +181,12 @@ func pct(ds []time.Duration, p float64) time.Duration {
 func BenchmarkVoiceSession(b *testing.B) {
 	for range benchRounds() {
 		for _, dev := range benchDevices() {
-			b.Run(dev.name, func(b *testing.B) { benchVoiceSession(b, dev.cfg) })
+			b.Run(dev.name, func(b *testing.B) { benchVoiceSession(b, dev.backend, dev.cfg) })
 		}
 	}
 }
 
-func benchVoiceSession(b *testing.B, cfg DeviceConfig) {
+func benchVoiceSession(b *testing.B, backend Backend, cfg DeviceConfig) {
 	// The test's own work (speaking, waiting, cross-correlating) on one
 	// thread, the recorder's on another: both are taken off the client's CPU.
 	runtime.LockOSThread()
@@ -193,7 +198,7 @@ func benchVoiceSession(b *testing.B, cfg DeviceConfig) {
 	rec := record(b, "parec", "--device=spk.monitor", "--rate=24000", "--channels=1",
 		"--format=s16le", "--raw", "--latency-msec=10")
 	rec.wait(b, 1)
-	d := openDeskOn(b, creds, http.DefaultClient, FullDuplex, cfg)
+	d := openDeskOn(b, backend, creds, http.DefaultClient, FullDuplex, cfg)
 	var firstRec, flushRec int
 	d.mu.Lock()
 	d.onFirst = func() { firstRec = rec.at(time.Now()) }
@@ -277,8 +282,8 @@ func BenchmarkVoiceDevicesIdle(b *testing.B) {
 	const window, rounds = 5 * time.Second, 3
 	devs := benchDevices()
 	for _, dev := range benchDevices() {
-		devs = append(devs, benchDevice{name: "in-only-" + dev.name, cfg: dev.cfg, only: "in"},
-			benchDevice{name: "out-only-" + dev.name, cfg: dev.cfg, only: "out"})
+		devs = append(devs, benchDevice{name: "in-only-" + dev.name, backend: dev.backend, cfg: dev.cfg, only: "in"},
+			benchDevice{name: "out-only-" + dev.name, backend: dev.backend, cfg: dev.cfg, only: "out"})
 	}
 	cpus := make([][]float64, len(devs))
 	for round := range rounds {
@@ -298,7 +303,7 @@ func BenchmarkVoiceDevicesIdle(b *testing.B) {
 			case "out":
 				oc = nil
 			}
-			st, err := OpenStreams(b.Context(), dev.cfg, oc, op)
+			st, err := Open(b.Context(), dev.backend, dev.cfg, oc, op)
 			if err != nil {
 				b.Fatal(err)
 			}
