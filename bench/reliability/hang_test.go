@@ -191,12 +191,31 @@ func TestProviderHangs(t *testing.T) {
 			start := time.Now()
 			hangSend(t, c, &ipc.Message{Content: "are you there?", Ref: "m1"})
 			hangWait(t, "the request at the provider", func() bool { return len(model.Requests()) >= 1 })
-			if h := hangHealthy(t, c, "h1"); h.State != "thinking" {
-				t.Errorf("health during the hang: state %q, want thinking", h.State)
+			// Health answers while the turn is at the provider. The turn
+			// may end first (a cut connection fails it at once, and a
+			// loaded machine may be slower than a 400 ms timeout), so
+			// both are awaited together, and the state is checked only
+			// when health came first on a provider that holds the turn.
+			hangSend(t, c, &ipc.Health{Ref: "h1"})
+			var (
+				partial     *ipc.Done
+				health      *ipc.HealthReport
+				healthFirst bool
+				end         ipc.Msg
+				took        time.Duration
+			)
+			turnEnd := hangTurnEnd("m1", &partial)
+			hangAwait(t, c, 30*time.Second, "health and the failed turn", func(m ipc.Msg) bool {
+				if r, ok := m.(*ipc.HealthReport); ok && r.Ref == "h1" {
+					health, healthFirst = r, end == nil
+				} else if end == nil && turnEnd(m) {
+					end, took = m, time.Since(start)
+				}
+				return health != nil && end != nil
+			})
+			if held := tc.replies[0].CutAfter == 0; held && healthFirst && health.State != "thinking" {
+				t.Errorf("health during the hang: state %q, want thinking", health.State)
 			}
-			var partial *ipc.Done
-			end := hangAwait(t, c, 30*time.Second, "the failed turn", hangTurnEnd("m1", &partial))
-			took := time.Since(start)
 			e, ok := end.(*ipc.Error)
 			if !ok || e.Code != ipc.CodeProviderError || !strings.Contains(e.Message, tc.want) {
 				t.Fatalf("turn ended with %T %+v, want provider_error saying %q", end, end, tc.want)
