@@ -61,10 +61,14 @@ func TestCrashLoop(t *testing.T) {
 		l.checkGit(t, root, cycle == 0)
 		d = hearthtest.Start(t, hearthBin, opts)
 
-		// Writers run until a random number of acknowledgements, then a
-		// random instant later (up to 30 ms: mid-write, mid-fsync,
-		// mid-commit) hearth is killed.
-		target := l.acked() + 1 + rng.IntN(12)
+		// Writers run until a random number of acknowledgements of each
+		// kind (turns and notes counted apart: a turn no longer waits
+		// for a vault write, so a count of both together was reached by
+		// turns alone before most notes), then a random instant later
+		// (up to 30 ms: mid-write, mid-fsync, mid-commit) hearth is
+		// killed.
+		turns, notes := l.ackedEach()
+		wantTurns, wantNotes := turns+1+rng.IntN(9), notes+rng.IntN(6)
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
 		for w := range *writers {
@@ -73,7 +77,7 @@ func TestCrashLoop(t *testing.T) {
 		}
 		r := rand.New(rand.NewPCG(rng.Uint64(), 99))
 		wg.Go(func() { l.vault(ctx, d.Addr, cycle, r) })
-		l.waitAcked(target, 30*time.Second)
+		l.waitAcked(wantTurns, wantNotes, 30*time.Second)
 		pause := time.Duration(rng.IntN(30_000)) * time.Microsecond
 		time.Sleep(pause) // the fault injected: a random kill point, not synchronisation
 		d.Kill(t)
@@ -116,10 +120,10 @@ type ledger struct {
 	checked string
 }
 
-func (l *ledger) acked() int {
+func (l *ledger) ackedEach() (turns, notes int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.turns) + len(l.notes)
+	return len(l.turns), len(l.notes)
 }
 
 func (l *ledger) ackTurn(turn ipc.Turn) {
@@ -143,23 +147,24 @@ func (l *ledger) signal() {
 	}
 }
 
-// waitAcked waits until n records are acknowledged, or at most max (a
-// hearth that stopped acknowledging is still killed, and the next check
-// says what survived).
-func (l *ledger) waitAcked(n int, max time.Duration) {
+// waitAcked waits until turns turns and notes notes are acknowledged in
+// all, or at most max (a hearth that stopped acknowledging is still
+// killed, and the next check says what survived).
+func (l *ledger) waitAcked(turns, notes int, max time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cond == nil {
 		l.cond = sync.NewCond(&l.mu)
 	}
+	timedOut := false
 	timer := time.AfterFunc(max, func() {
 		l.mu.Lock()
-		n = 0
+		timedOut = true
 		l.cond.Broadcast()
 		l.mu.Unlock()
 	})
 	defer timer.Stop()
-	for len(l.turns)+len(l.notes) < n {
+	for !timedOut && (len(l.turns) < turns || len(l.notes) < notes) {
 		l.cond.Wait()
 	}
 }
