@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mnemo/mnemo/memory/archive"
+	"github.com/mnemo/mnemo/memory/vault"
 )
 
 // ExportResult is an export hearth wrote: where, its size, and what it
@@ -38,7 +39,7 @@ func (h *Hearth) Export(ctx context.Context, path string) (ExportResult, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, exportTimeout)
 	defer cancel()
-	rep, err := archive.WriteFile(ctx, v.Dir(), path, archive.Options{Log: h.log})
+	rep, err := archive.WriteFile(ctx, v.Dir(), path, archive.Options{Log: h.log, OpenRepository: vault.OpenRepository})
 	if err != nil {
 		h.log.Error("export", "path", path, "err", err)
 		return ExportResult{}, &Problem{Code: CodeInternal, Message: fmt.Sprintf("the export failed: %v", err)}

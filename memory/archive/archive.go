@@ -21,6 +21,10 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/go-git/go-git/v5"
+
+	"github.com/mnemo/mnemo/memory"
 )
 
 // Names of the archive's entries.
@@ -47,6 +51,18 @@ const (
 type Options struct {
 	Log *slog.Logger     // nil: discard
 	Now func() time.Time // nil: time.Now
+	// OpenRepository opens the root's repository for the export's
+	// history (nil: memory.OpenRepository). The vault passes its own
+	// (vault.OpenRepository), whose reads look in the packs again when
+	// a pack or merge the keeper made meanwhile moved an object.
+	OpenRepository func(dir string) (*git.Repository, error)
+}
+
+func (o Options) openRepository(dir string) (*git.Repository, error) {
+	if o.OpenRepository == nil {
+		return memory.OpenRepository(dir)
+	}
+	return o.OpenRepository(dir)
 }
 
 func (o Options) log() *slog.Logger {

@@ -35,8 +35,8 @@ type bundleRef struct {
 // writeBundle writes the history of the memory root dir to w as a git
 // bundle: every branch and tag, and HEAD, with a packfile of every object
 // they reach. It returns the branch HEAD names and how many refs it wrote.
-func writeBundle(ctx context.Context, dir string, w io.Writer) (head string, n int, err error) {
-	repo, err := memory.OpenRepository(dir)
+func writeBundle(ctx context.Context, dir string, w io.Writer, opts Options) (head string, n int, err error) {
+	repo, err := opts.openRepository(dir)
 	if err != nil {
 		return "", 0, err
 	}

@@ -58,7 +58,7 @@ func Export(ctx context.Context, dir string, w io.Writer, opts Options) (Report,
 	defer bundle.Close()
 	// A root whose history cannot be read is when a copy matters most:
 	// its files are exported all the same, and the loss noted.
-	head, refs, err := writeBundle(ctx, dir, bundle)
+	head, refs, err := writeBundle(ctx, dir, bundle, opts)
 	haveHistory := err == nil
 	if err != nil {
 		if ctx.Err() != nil {

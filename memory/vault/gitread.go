@@ -23,6 +23,11 @@ import (
 // open the repository through openRepository, which looks again, with the
 // packs listed anew, for an object it did not find.
 
+// OpenRepository opens the repository of the memory root dir for reading
+// its history while the vault may pack it: an object a pack or a merge
+// moved meanwhile is looked for again (memory/archive's export uses it).
+func OpenRepository(dir string) (*git.Repository, error) { return openRepository(dir, nil) }
+
 // openRepository opens the repository of the memory root dir as
 // memory.OpenRepository does, its objects read through rescanStorage
 // (beforeRead, for tests, is called before each object is read).
