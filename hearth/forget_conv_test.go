@@ -1,7 +1,6 @@
 package hearth_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -141,30 +140,7 @@ func TestForgetResumedPerConversation(t *testing.T) {
 			if tc.convs {
 				marker = `{"ids":["` + ids[1] + `"],"by":"owner","convs":{"` + ids[1] + `":"side"}}`
 			}
-			if err := os.MkdirAll(filepath.Join(dir, "index"), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "index", "forget.pending.json"), []byte(marker), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := j.Append(ctx, journal.Tombstone([]string{ids[1]}, hearth.ByOwner)); err != nil {
-				t.Fatal(err)
-			}
-			h, err := hearth.New(hearth.Config{Journal: j, Vault: v, ShutdownGrace: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := newRecorder()
-			rec.watch(t, h, hearth.WatchOptions{})
-			runCtx, stop := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); h.Run(runCtx) }()
-			t.Cleanup(func() { stop(); <-done })
-			// The keeper's first pass finishes the forget, then says so.
-			rec.waitFor(t, func(ev hearth.Event) bool { _, ok := ev.(*hearth.VaultSettled); return ok })
-			if _, err := os.Stat(filepath.Join(dir, "index", "forget.pending.json")); !os.IsNotExist(err) {
-				t.Errorf("the marker stayed: %v", err)
-			}
+			resumeForget(t, dir, j, v, marker, []string{ids[1]})
 			if b, _ := v.Read(path); (b != nil) != tc.convs {
 				t.Errorf("main's summary exists = %v, want %v", b != nil, tc.convs)
 			}

@@ -287,38 +287,49 @@ func TestForgetResumedAtStart(t *testing.T) {
 				Reason: "said", Sources: []vault.Source{{Thread: hearth.MainConversation, Turn: r.ID}}, Author: vault.AuthorCurator}); err != nil {
 				t.Fatal(err)
 			}
-			// What Forget leaves when the process dies after the tombstone.
-			if err := os.MkdirAll(filepath.Join(dir, "index"), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "index", "forget.pending.json"), []byte(`{"ids":["`+r.ID+`"],"by":"owner"}`), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			var forgotten []string
 			if tombstone {
-				if _, err := j.Append(ctx, journal.Tombstone([]string{r.ID}, hearth.ByOwner)); err != nil {
-					t.Fatal(err)
-				}
+				forgotten = []string{r.ID}
 			}
-			h, err := hearth.New(hearth.Config{Journal: j, Vault: v, ShutdownGrace: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := newRecorder()
-			rec.watch(t, h, hearth.WatchOptions{})
-			runCtx, stop := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); h.Run(runCtx) }()
-			t.Cleanup(func() { stop(); <-done })
-			// The keeper's first pass finishes the forget, then says the
-			// vault is settled.
-			rec.waitFor(t, func(ev hearth.Event) bool { _, ok := ev.(*hearth.VaultSettled); return ok })
-			if _, err := os.Stat(filepath.Join(dir, "index", "forget.pending.json")); !os.IsNotExist(err) {
-				t.Errorf("the marker stayed: %v", err)
-			}
+			resumeForget(t, dir, j, v, `{"ids":["`+r.ID+`"],"by":"owner"}`, forgotten)
 			if b, _ := v.Read(p); (b != nil) == tombstone {
 				t.Errorf("note exists = %v with tombstone %v", b != nil, tombstone)
 			}
 		})
+	}
+}
+
+// resumeForget leaves in dir what Forget leaves when the process dies
+// after its marker (marker, the marker file's JSON) and, when forgotten
+// is not empty, after its tombstone too; then starts hearth over j and v,
+// waits until the keeper's first pass has finished the forget and says
+// the vault is settled, and checks that the marker is gone.
+func resumeForget(t *testing.T, dir string, j *journal.Journal, v *vault.Vault, marker string, forgotten []string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "index"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "index", "forget.pending.json"), []byte(marker), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if len(forgotten) > 0 {
+		if _, err := j.Append(t.Context(), journal.Tombstone(forgotten, hearth.ByOwner)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := hearth.New(hearth.Config{Journal: j, Vault: v, ShutdownGrace: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	rec.watch(t, h, hearth.WatchOptions{})
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done })
+	rec.waitFor(t, func(ev hearth.Event) bool { _, ok := ev.(*hearth.VaultSettled); return ok })
+	if _, err := os.Stat(filepath.Join(dir, "index", "forget.pending.json")); !os.IsNotExist(err) {
+		t.Errorf("the marker stayed: %v", err)
 	}
 }
 
