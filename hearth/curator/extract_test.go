@@ -40,20 +40,25 @@ func TestSystemPromptGolden(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := SystemPrompt(DefaultPrompt, archetypeFile(t, tc.file))
-			golden := filepath.Join("testdata", "prompt", tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("prompt differs from %s (-update to accept):\n%s", golden, got)
-			}
+			checkGolden(t, filepath.Join("testdata", "prompt", tc.name+".golden"), got)
 		})
+	}
+}
+
+// checkGolden compares got with the golden file, which -update rewrites.
+func checkGolden(t *testing.T, golden, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("differs from %s (-update to accept):\n%s", golden, got)
 	}
 }
 

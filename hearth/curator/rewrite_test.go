@@ -67,19 +67,7 @@ func FuzzDecodeRewrite(f *testing.F) {
 func TestRewriteMessageGolden(t *testing.T) {
 	recs := []journal.Record{{ID: "01KAK3J7Y0Q2V5S8WZ3C9D4E6F", Role: "user", Mode: "text", Text: "The tomatoes go along the south fence."}}
 	got := RewritePrompt + "\n---\n" + RewriteMessage(RewriteNote{Path: "knowledge/projects/garden.md", Title: "Garden", Type: "project", Tags: []string{"garden", "spring"}}, "main", recs)
-	golden := filepath.Join("testdata", "prompt", "rewrite.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("rewrite request differs from %s (-update to accept):\n%s", golden, got)
-	}
+	checkGolden(t, filepath.Join("testdata", "prompt", "rewrite.golden"), got)
 	shipped, err := os.ReadFile("../../data/vault/prompts/rewrite.system.md")
 	if err != nil {
 		t.Fatal(err)
