@@ -38,6 +38,7 @@ type testDesk struct {
 	onFlush  func()    // called right after the flush, locked
 	onFirst  func()    // called when the first delta of each reply arrives, locked
 	lastResp string
+	cut      map[string]bool // items flushed by barge-in: their late audio is dropped, as tui/voicectl's Desk drops it
 	voice    []int16         // if set, played in place of the reply audio (see speak)
 	sends    []time.Duration // each SendAudio (the frames waiting, joined)
 	frames   int             // mic frames sent
@@ -147,6 +148,10 @@ func (d *testDesk) handle(ev voice.Event) {
 		d.ready = true
 	case voice.AgentAudio:
 		d.mu.Lock()
+		if d.cut[ev.ItemID] {
+			// Queued before the session learnt of the barge-in.
+			break
+		}
 		if d.firstAt.IsZero() {
 			d.firstAt = time.Now()
 		}
@@ -169,9 +174,12 @@ func (d *testDesk) handle(ev voice.Event) {
 		d.done = append(d.done, ev.Status)
 	case voice.SpeechStarted:
 		var heard int
+		var item string
 		flushed := false
 		if d.p.Playing() {
-			item, ms, ok := d.p.Flush()
+			var ms int
+			var ok bool
+			item, ms, ok = d.p.Flush()
 			if ok {
 				d.s.InterruptItem(item, ms)
 				heard, flushed = ms, true
@@ -180,6 +188,10 @@ func (d *testDesk) handle(ev voice.Event) {
 		d.mu.Lock()
 		d.speech++
 		if flushed {
+			if d.cut == nil {
+				d.cut = make(map[string]bool)
+			}
+			d.cut[item] = true
 			d.flushAt, d.flushed = time.Now(), heard
 			if d.onFlush != nil {
 				d.onFlush()

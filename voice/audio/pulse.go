@@ -692,9 +692,31 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 func (s *PulseStreams) held() int {
 	t := s.filledAt.Load()
 	if t == 0 {
-		return 0
+		return 0 // corked: nothing queued
 	}
-	gone := int(time.Duration(time.Now().UnixNano()-t) * SampleRate / time.Second)
+	// The server says what its stream buffer holds (write index less
+	// read index), which its flush drops; what the sink already took is
+	// heard all the same. Its queue is not always tlength: a request is
+	// answered only with audio the Player holds, and a starved process
+	// answers late. The round trip is a local socket's, well under a
+	// millisecond; the socket's reader never waits on the Player.
+	var rpl proto.GetPlaybackLatencyReply
+	now := time.Now()
+	err := s.pc.c.Request(&proto.GetPlaybackLatency{StreamIndex: s.play.Load(),
+		Time: proto.Time{Seconds: uint32(now.Unix()), Microseconds: uint32(now.Nanosecond() / 1000)}}, &rpl)
+	if err == nil {
+		// Flush now, not at the play loop's next turn (up to a request
+		// later): what plays meanwhile would be heard and not counted.
+		// The play loop's own flush, before it sends anything the
+		// Player held after this, drops nothing more.
+		s.flushing.Store(true)
+		if ferr := s.pc.c.Request(&proto.FlushPlaybackStream{StreamIndex: s.play.Load()}, nil); ferr != nil {
+			s.log.Warn("flush output", "err", ferr)
+		}
+		return max(0, int(rpl.WriteIndex-rpl.ReadIndex)/2)
+	}
+	// No answer: estimate from when the queue was last topped up.
+	gone := int(time.Duration(now.UnixNano()-t) * SampleRate / time.Second)
 	return max(0, s.tlength-gone)
 }
 
