@@ -192,13 +192,12 @@ func TestOwnerEditsCommittedInBackground(t *testing.T) {
 	}
 }
 
-// A write saved whose commit failed, then hearth stopped: the pending
-// commit outlives the core. A new core on the same root (nothing in
-// memory) commits it once, as the agent's with its proposal, and never
-// as the owner's edit; its ledger line is not repeated.
-func TestPendingCommitSurvivesRestart(t *testing.T) {
-	const path = "knowledge/projects/restart.md"
-	dir := t.TempDir()
+// savedNotCommitted runs a core on a new root, has it write a note at path
+// while git's index lock is held (saved, its commit failed) and stops it:
+// the root, the lock still there, and the write's outcome.
+func savedNotCommitted(t *testing.T, path, claim string) (dir string, root *memory.Root, lock string, out hearth.ProposalOutcome) {
+	t.Helper()
+	dir = t.TempDir()
 	root, err := memory.Open(t.Context(), dir, data.Defaults(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -209,15 +208,25 @@ func TestPendingCommitSurvivesRestart(t *testing.T) {
 	}
 	h, s, stop := keptCore(t, root.ThreadsDir(), v)
 	waitFor(t, s, settled)
-	lock := filepath.Join(dir, ".git", "index.lock")
+	lock = filepath.Join(dir, ".git", "index.lock")
 	if err := os.WriteFile(lock, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.Propose(t.Context(), noteProposal(path, "project", "mnemo keeps its vault under git with one commit per write"))
+	out, err = h.Propose(t.Context(), noteProposal(path, "project", claim))
 	if err != nil || !out.CommitFailed {
 		t.Fatalf("Propose = %+v, %v; want saved, not committed", out, err)
 	}
 	stop() // hearth stops with the commit not made
+	return dir, root, lock, out
+}
+
+// A write saved whose commit failed, then hearth stopped: the pending
+// commit outlives the core. A new core on the same root (nothing in
+// memory) commits it once, as the agent's with its proposal, and never
+// as the owner's edit; its ledger line is not repeated.
+func TestPendingCommitSurvivesRestart(t *testing.T) {
+	const path = "knowledge/projects/restart.md"
+	dir, root, lock, out := savedNotCommitted(t, path, "mnemo keeps its vault under git with one commit per write")
 	if err := os.Remove(lock); err != nil {
 		t.Fatal(err)
 	}
@@ -254,25 +263,7 @@ func TestPendingCommitSurvivesRestart(t *testing.T) {
 // that cannot commit it tells the owner once, and once git takes it
 // health is clear.
 func TestHealthCountsSavedWritesFromTheStart(t *testing.T) {
-	dir := t.TempDir()
-	root, err := memory.Open(t.Context(), dir, data.Defaults(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := vault.Open(t.Context(), dir, data.Vault(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, s, stop := keptCore(t, root.ThreadsDir(), v)
-	waitFor(t, s, settled)
-	lock := filepath.Join(dir, ".git", "index.lock")
-	if err := os.WriteFile(lock, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := h.Propose(t.Context(), noteProposal("knowledge/projects/saved.md", "project", "mnemo keeps a write saved until git takes it")); err != nil || !out.CommitFailed {
-		t.Fatalf("Propose = %+v, %v; want saved, not committed", out, err)
-	}
-	stop()
+	dir, root, lock, _ := savedNotCommitted(t, "knowledge/projects/saved.md", "mnemo keeps a write saved until git takes it")
 
 	j, err := journal.Open(root.ThreadsDir(), journal.Options{})
 	if err != nil {
