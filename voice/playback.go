@@ -19,7 +19,9 @@ type playItem struct {
 // Add queues reply audio.
 func (p *Playback) Add(a AgentAudio) { p.Queue(a.ItemID, len(a.PCM)/2) }
 
-// Queue queues n samples of itemID.
+// Queue queues n samples of itemID. More of the item last queued adds to
+// it, even when all of it queued so far has played: a reply's audio comes
+// in pieces, and the speaker can catch up between two of them.
 func (p *Playback) Queue(itemID string, n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -28,9 +30,12 @@ func (p *Playback) Queue(itemID string, n int) {
 		return
 	}
 	p.items = append(p.items, playItem{id: itemID, samples: n})
+	p.trim()
 }
 
-// Advance records n samples played and returns the items that finished.
+// Advance records n samples played and returns the items that finished:
+// played through, with another item queued after them. The last item
+// queued stays, played through or not, since more of it may come.
 func (p *Playback) Advance(n int) (finished []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -39,16 +44,27 @@ func (p *Playback) Advance(n int) (finished []string) {
 		step := min(n, it.samples-it.played)
 		it.played += step
 		n -= step
-		if it.played >= it.samples {
-			finished = append(finished, it.id)
-			p.items = p.items[1:]
+		if len(p.items) == 1 {
+			break
 		}
+		finished = append(finished, p.trim()...)
 	}
 	return finished
 }
 
-// Heard is the item now playing and the milliseconds of it played; ok is
-// false when nothing is left to play.
+// trim drops the items played through that have another queued after
+// them, and returns their ids.
+func (p *Playback) trim() (done []string) {
+	for len(p.items) > 1 && p.items[0].played >= p.items[0].samples {
+		done = append(done, p.items[0].id)
+		p.items = p.items[1:]
+	}
+	return done
+}
+
+// Heard is the item now playing, or the last one played when its audio
+// ran out before more of it came, and the milliseconds of it played; ok
+// is false when nothing was queued since the last Flush.
 func (p *Playback) Heard() (itemID string, ms int, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -59,7 +75,7 @@ func (p *Playback) Heard() (itemID string, ms int, ok bool) {
 	return it.id, it.played * 1000 / SampleRate, true
 }
 
-// Flush drops what is queued but unplayed.
+// Flush forgets every item: a barge-in cut them, or the reply ended.
 func (p *Playback) Flush() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -137,6 +137,38 @@ func TestPlayback(t *testing.T) {
 	}
 }
 
+// TestPlaybackRunsDry: the speaker can catch up with a reply whose audio
+// comes slower than it plays; the item's count goes on where it stopped
+// when more of it comes, and a new item takes over from one played
+// through.
+func TestPlaybackRunsDry(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		steps  func(p *Playback)
+		wantID string
+		wantMS int
+	}{
+		{"between two pieces", func(p *Playback) { p.Queue("a", 2400); p.Advance(2400) }, "a", 100},
+		{"more of it came", func(p *Playback) { p.Queue("a", 2400); p.Advance(2400); p.Queue("a", 2400); p.Advance(1200) }, "a", 150},
+		{"dry twice", func(p *Playback) {
+			for range 3 {
+				p.Queue("a", 2400)
+				p.Advance(2400)
+			}
+		}, "a", 300},
+		{"the next item queued", func(p *Playback) { p.Queue("a", 2400); p.Advance(2400); p.Queue("b", 2400) }, "b", 0},
+		{"the next item playing", func(p *Playback) { p.Queue("a", 2400); p.Advance(2400); p.Queue("b", 2400); p.Advance(1200) }, "b", 50},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var p Playback
+			tt.steps(&p)
+			if id, ms, ok := p.Heard(); id != tt.wantID || ms != tt.wantMS || !ok {
+				t.Errorf("heard %q %d ms %v, want %q %d ms", id, ms, ok, tt.wantID, tt.wantMS)
+			}
+		})
+	}
+}
+
 // Audio sent before the session is ready keeps only the most recent
 // PreReadyAudioMS, in whole samples.
 func TestPreReadyBufferBounded(t *testing.T) {

@@ -410,7 +410,7 @@ func (d *Desk) handle(ctx context.Context, ev voice.Event) {
 	case voice.Reconnecting:
 		d.setState(Reconnecting, ev.Err)
 	case voice.SpeechStarted:
-		if d.player.Playing() {
+		if d.player.Replying() {
 			d.bargeIn()
 		}
 		d.setState(UserSpeaking, nil)
@@ -598,7 +598,7 @@ func (d *Desk) talk() {
 	if !d.manual.Load() {
 		// Barge-in by key: half duplex hears nothing while the agent plays.
 		d.gate.BargeIn()
-		if d.player.Playing() {
+		if d.player.Replying() {
 			d.bargeIn()
 			d.setState(Listening, nil)
 		}
@@ -606,7 +606,7 @@ func (d *Desk) talk() {
 	}
 	if !d.talking.Load() {
 		d.gate.BargeIn()
-		if d.player.Playing() {
+		if d.player.Replying() {
 			d.bargeIn()
 		}
 		d.talking.Store(true)

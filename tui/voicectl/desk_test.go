@@ -382,12 +382,14 @@ func TestMicBufferIsOneAppend(t *testing.T) {
 // Held: the reply is still being generated when the user speaks (the
 // server cancels it). Sent: the whole reply and its final transcript
 // arrived long before it played out; the final text must not be stored.
+// Run dry: the speaker played the first 100 ms sent and waits for more
+// when the user speaks; the item is cut at those 100 ms all the same.
 func TestBargeIn(t *testing.T) {
 	const text = "one two three four five six seven eight nine ten"
 	for _, c := range []struct {
 		d    string
 		hold int
-	}{{voice.DialectXAI, 10}, {voice.DialectOpenAI, 10}, {voice.DialectXAI, 0}, {voice.DialectOpenAI, 0}} {
+	}{{voice.DialectXAI, 10}, {voice.DialectOpenAI, 10}, {voice.DialectXAI, 0}, {voice.DialectOpenAI, 0}, {voice.DialectXAI, 1}, {voice.DialectOpenAI, 1}} {
 		d := c.d
 		t.Run(fmt.Sprintf("%s/hold=%d", d, c.hold), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -176,7 +176,7 @@ func (d *testDesk) handle(ev voice.Event) {
 		var heard int
 		var item string
 		flushed := false
-		if d.p.Playing() {
+		if d.p.Replying() {
 			var ms int
 			var ok bool
 			item, ms, ok = d.p.Flush()

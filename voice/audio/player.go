@@ -74,10 +74,10 @@ type Player struct {
 	track   voice.Playback
 	gate    *Gate
 	notify  func(bool)
-	started chan struct{} // 1-buffered: a reply started being queued
-	flushed chan struct{} // 1-buffered: Flush was called
-	held    func() int    // samples the device holds that a flush drops (setHeld)
-	flushes uint64        // calls of Flush
+	started chan struct{}    // 1-buffered: a reply started being queued
+	flushed chan struct{}    // 1-buffered: Flush was called
+	held    func(uint64) int // samples the device held that a flush dropped (setHeld)
+	flushes uint64           // calls of Flush
 	latency time.Duration
 	meter   Meter
 	stats   PlayerStats
@@ -176,7 +176,9 @@ func (p *Player) read(out []int16) (int, uint64) {
 		p.stats.Played += uint64(got)
 		p.track.Advance(got)
 		if p.n == 0 && (got < len(out) || p.done) {
-			if !p.done {
+			if p.done {
+				p.track.Flush() // the reply played out: nothing of it to cut
+			} else {
 				p.stats.Underruns++
 			}
 			p.state = idle
@@ -198,14 +200,11 @@ func (p *Player) read(out []int16) (int, uint64) {
 // to voice.Session.InterruptItem.
 func (p *Player) Flush() (itemID string, heardMS int, ok bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	itemID, heardMS, ok = p.track.Heard()
-	if ok && p.held != nil {
-		heardMS = max(0, heardMS-p.held()*1000/SampleRate)
-	}
 	p.track.Flush()
 	p.stats.Flushed += uint64(p.n)
 	p.flushes++
+	gen, held := p.flushes, p.held
 	p.r, p.n = 0, 0
 	p.done = false
 	if p.state != idle {
@@ -215,6 +214,12 @@ func (p *Player) Flush() (itemID string, heardMS int, ok bool) {
 	select {
 	case p.flushed <- struct{}{}:
 	default:
+	}
+	p.mu.Unlock()
+	// Unlocked: the device layer may be in the middle of handing the
+	// device what it read before this flush, and must finish that first.
+	if ok && held != nil {
+		heardMS = max(0, heardMS-held(gen)*1000/SampleRate)
 	}
 	return itemID, heardMS, ok
 }
@@ -239,9 +244,11 @@ func (p *Player) readable() (n int, bounded bool) {
 }
 
 // setHeld tells the Player how to ask the device layer how many samples
-// it holds that Flush makes it drop (they were handed, but not heard).
-// held is called with the Player locked.
-func (p *Player) setHeld(held func() int) {
+// of what Read handed it the flush numbered gen (the count of Flushes,
+// that one included) dropped: they were handed, but never heard. The
+// device layer drops them itself, before it sends anything read after
+// that flush. held is called without the Player's lock.
+func (p *Player) setHeld(held func(gen uint64) int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.held = held
@@ -285,6 +292,20 @@ func (p *Player) Playing() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.state != idle
+}
+
+// Replying reports whether a reply is under way: queued, playing, or run
+// dry before its end (its audio comes slower than it plays). Barge-in
+// flushes while it is: the item is cut at what was heard even when the
+// speaker is between two pieces of it.
+func (p *Player) Replying() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state != idle {
+		return true
+	}
+	_, _, ok := p.track.Heard()
+	return ok
 }
 
 // Level is the output level of the last buffer Read, for the UI.

@@ -411,7 +411,12 @@ func TestPlayerFlushHeld(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPlayer(PlayerConfig{PreBuffer: 20 * time.Millisecond})
 			if tt.hasHeld {
-				p.setHeld(func() int { return tt.held })
+				p.setHeld(func(gen uint64) int {
+					if gen != 1 {
+						t.Errorf("held asked for flush %d, want 1", gen)
+					}
+					return tt.held
+				})
 			}
 			p.Write("item_1", make([]byte, 2*samples(1000)))
 			out := make([]int16, samples(tt.handedMS))
@@ -462,5 +467,38 @@ func TestPlayerReadable(t *testing.T) {
 				t.Errorf("readable = %d, %v; want %d, %v", n, bounded, tt.wantN, tt.wantBounded)
 			}
 		})
+	}
+}
+
+// TestPlayerRunsDry: a reply whose audio comes slower than it plays runs
+// the Player dry in the middle. It is still under way (Replying), and a
+// barge-in then cuts the item at all of it heard, not at what played since
+// the gap. Once its end has played out, nothing is left to cut.
+func TestPlayerRunsDry(t *testing.T) {
+	p := NewPlayer(PlayerConfig{PreBuffer: 20 * time.Millisecond})
+	out := make([]int16, samples(200))
+	p.Write("item_1", make([]byte, 2*samples(100)))
+	if n := p.Read(out); n != samples(100) {
+		t.Fatalf("read %d samples, want %d", n, samples(100))
+	}
+	if p.Playing() || !p.Replying() {
+		t.Fatalf("run dry mid-reply: Playing %v, Replying %v; want false, true", p.Playing(), p.Replying())
+	}
+	p.Write("item_1", make([]byte, 2*samples(100)))
+	if n := p.Read(out[:samples(50)]); n != samples(50) {
+		t.Fatalf("read %d samples after more came, want %d", n, samples(50))
+	}
+	if item, ms, ok := p.Flush(); item != "item_1" || ms != 150 || !ok {
+		t.Errorf("Flush = %q %d ms %v, want item_1 150 ms", item, ms, ok)
+	}
+
+	p.Write("item_2", make([]byte, 2*samples(100)))
+	p.Finish()
+	p.Read(out)
+	if p.Playing() || p.Replying() {
+		t.Errorf("played out: Playing %v, Replying %v; want false, false", p.Playing(), p.Replying())
+	}
+	if item, ms, ok := p.Flush(); ok {
+		t.Errorf("Flush after the reply played out = %q %d ms, want nothing to cut", item, ms)
 	}
 }
