@@ -322,7 +322,16 @@ type PulseStreams struct {
 	inBuf     []int16       // the reader's: one fragment as samples
 	odd       []byte        // the reader's: a fragment's trailing odd byte
 
-	hangover  int // silent samples before playback corks (0: never)
+	hangover int // silent samples before playback corks (0: never)
+
+	// qmu orders what changes the server's playback queue: the play
+	// loop's sends, corks and flushes, and a barge-in's flush, which must
+	// see every sample read before it already sent and nothing read after
+	// it sent yet.
+	qmu     sync.Mutex
+	cutDone uint64 // the last Player flush the stream was flushed for
+	cutHeld int    // samples that flush dropped
+
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	oversent  atomic.Uint64 // the server's overflows: sent more than asked (a bug)
@@ -534,7 +543,6 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 	idx := s.play.Load()
 	buf := make([]int16, 2*SampleRate/10) // 200 ms: more than the server asks at once
 	out := make([]byte, 2*len(buf))
-	var flushes uint64
 	corked, quiet := true, 0
 	request := func(req proto.RequestArgs, what string) bool {
 		if err := s.pc.c.Request(req, nil); err != nil {
@@ -549,12 +557,14 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 		s.flushing.Store(true)
 		return request(&proto.FlushPlaybackStream{StreamIndex: idx}, "flush output")
 	}
-	flushIf := func(n uint64) bool {
-		if n == flushes {
-			return true
+	cut := func(gen uint64) bool {
+		if err := s.cutLocked(gen); err != nil {
+			if ctx.Err() == nil {
+				s.fail(err)
+			}
+			return false
 		}
-		flushes = n
-		return flush()
+		return true
 	}
 	// A request the Player could not answer whole (mid-reply, the rest
 	// not yet arrived) is finished when this fires.
@@ -563,6 +573,7 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 	defer retry.Stop()
 	// fill sends what the server asked for, as far as the Player has it,
 	// and counts the silence sent since the Player's last audio (quiet).
+	// The caller holds qmu.
 	fill := func() bool {
 		want := s.pending.Swap(0)
 		if want%2 == 1 {
@@ -589,7 +600,7 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 				}
 			}
 			got, n := p.read(buf[:k])
-			if !flushIf(n) {
+			if !cut(n) {
 				return false
 			}
 			for i, v := range buf[:k] {
@@ -617,11 +628,16 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 	}
 	if s.hangover == 0 {
 		// It never stops: start at once.
-		if !fill() || !request(&proto.CorkPlaybackStream{StreamIndex: idx, Corked: false}, "start output") {
+		s.qmu.Lock()
+		ok := fill() && request(&proto.CorkPlaybackStream{StreamIndex: idx, Corked: false}, "start output")
+		if ok {
+			corked = false
+			s.filledAt.Store(time.Now().UnixNano())
+		}
+		s.qmu.Unlock()
+		if !ok {
 			return
 		}
-		corked = false
-		s.filledAt.Store(time.Now().UnixNano())
 	}
 	for {
 		if corked {
@@ -638,22 +654,30 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 				}
 			}
 			quiet = 0
-			if !fill() {
+			s.qmu.Lock()
+			ok := fill()
+			if ok {
+				s.flushing.Store(true) // an empty queue, if the reply is not there yet
+				ok = request(&proto.CorkPlaybackStream{StreamIndex: idx, Corked: false}, "start output")
+			}
+			if ok {
+				corked = false
+				s.filledAt.Store(time.Now().UnixNano())
+			}
+			s.qmu.Unlock()
+			if !ok {
 				return
 			}
-			s.flushing.Store(true) // an empty queue, if the reply is not there yet
-			if !request(&proto.CorkPlaybackStream{StreamIndex: idx, Corked: false}, "start output") {
-				return
-			}
-			corked = false
-			s.filledAt.Store(time.Now().UnixNano())
 			continue
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.Flushed():
-			if !flushIf(p.flushCount()) {
+			s.qmu.Lock()
+			ok := cut(p.flushCount())
+			s.qmu.Unlock()
+			if !ok {
 				return
 			}
 			continue
@@ -661,7 +685,10 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 		case <-s.wake:
 		case <-retry.C:
 		}
-		if !fill() {
+		s.qmu.Lock()
+		ok := fill()
+		s.qmu.Unlock()
+		if !ok {
 			return
 		}
 		// quiet counts the silence sent since the last audio (fill).
@@ -676,48 +703,78 @@ func (s *PulseStreams) playLoop(ctx context.Context, p *Player) {
 		if p.Playing() {
 			continue // a reply came: fill flushes the silence ahead of it
 		}
-		if !request(&proto.CorkPlaybackStream{StreamIndex: idx, Corked: true}, "stop output") || !flush() {
+		s.qmu.Lock()
+		ok = request(&proto.CorkPlaybackStream{StreamIndex: idx, Corked: true}, "stop output") && flush()
+		s.filledAt.Store(0)
+		s.qmu.Unlock()
+		if !ok {
 			return
 		}
 		s.stops.Add(1)
-		s.filledAt.Store(0)
 		corked = true
 	}
 }
 
-// held estimates the samples the server's queue holds, which a flush
-// drops: a request asks for what tops the queue up to its target length,
-// the play loop sends it at once, and the sink drains it in real time
-// from then on. No round trip: the Player asks this at barge-in.
-func (s *PulseStreams) held() int {
-	t := s.filledAt.Load()
-	if t == 0 {
-		return 0 // corked: nothing queued
+// held is the Player's question at barge-in (setHeld): how many of the
+// samples it handed the stream did the flush numbered gen drop. The play
+// loop may have flushed for it already, at its next read; if not, this
+// does, and either way the flush comes before anything read after it is
+// sent.
+func (s *PulseStreams) held(gen uint64) int {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if err := s.cutLocked(gen); err != nil {
+		s.log.Warn("flush output", "err", err)
 	}
-	// The server says what its stream buffer holds (write index less
-	// read index), which its flush drops; what the sink already took is
-	// heard all the same. Its queue is not always tlength: a request is
-	// answered only with audio the Player holds, and a starved process
-	// answers late. The round trip is a local socket's, well under a
-	// millisecond; the socket's reader never waits on the Player.
-	var rpl proto.GetPlaybackLatencyReply
-	now := time.Now()
-	err := s.pc.c.Request(&proto.GetPlaybackLatency{StreamIndex: s.play.Load(),
-		Time: proto.Time{Seconds: uint32(now.Unix()), Microseconds: uint32(now.Nanosecond() / 1000)}}, &rpl)
-	if err == nil {
-		// Flush now, not at the play loop's next turn (up to a request
-		// later): what plays meanwhile would be heard and not counted.
-		// The play loop's own flush, before it sends anything the
-		// Player held after this, drops nothing more.
-		s.flushing.Store(true)
-		if ferr := s.pc.c.Request(&proto.FlushPlaybackStream{StreamIndex: s.play.Load()}, nil); ferr != nil {
-			s.log.Warn("flush output", "err", ferr)
-		}
-		return max(0, int(rpl.WriteIndex-rpl.ReadIndex)/2)
+	if s.cutDone != gen {
+		return 0 // a later flush came first: this one held nothing more
+	}
+	return s.cutHeld
+}
+
+// cutLocked flushes the playback stream for the Player's flush numbered
+// gen, once, and keeps what the flush dropped (cutHeld). The caller holds
+// qmu, so every sample read before that flush is already sent and none
+// read after it is: the server's write index, less where a flush leaves
+// it (its read index at that instant), is exactly what was handed and not
+// played. The sink may take more audio between any two requests, and
+// that is heard: so the flush is measured on both sides of it, not
+// estimated before it.
+func (s *PulseStreams) cutLocked(gen uint64) error {
+	if gen <= s.cutDone {
+		return nil
+	}
+	s.cutDone, s.cutHeld = gen, 0
+	if s.filledAt.Load() == 0 {
+		return nil // corked, and flushed when it corked: nothing queued
+	}
+	idx := s.play.Load()
+	before, berr := s.queueIndexes(idx)
+	s.flushing.Store(true)
+	if err := s.pc.c.Request(&proto.FlushPlaybackStream{StreamIndex: idx}, nil); err != nil {
+		return fmt.Errorf("flush output: %w", err)
+	}
+	after, aerr := s.queueIndexes(idx)
+	if berr == nil && aerr == nil {
+		s.cutHeld = max(0, int(before.WriteIndex-after.WriteIndex)/2)
+		s.log.Debug("pulseaudio flush", "dropped", s.cutHeld, "write", before.WriteIndex, "read", before.ReadIndex,
+			"write_after", after.WriteIndex, "read_after", after.ReadIndex)
+		return nil
 	}
 	// No answer: estimate from when the queue was last topped up.
-	gone := int(time.Duration(now.UnixNano()-t) * SampleRate / time.Second)
-	return max(0, s.tlength-gone)
+	gone := int(time.Since(time.Unix(0, s.filledAt.Load())) * SampleRate / time.Second)
+	s.cutHeld = max(0, s.tlength-gone)
+	return nil
+}
+
+// queueIndexes asks the server where the playback stream's write and read
+// indexes stand (bytes since the stream began).
+func (s *PulseStreams) queueIndexes(idx uint32) (proto.GetPlaybackLatencyReply, error) {
+	var rpl proto.GetPlaybackLatencyReply
+	now := time.Now()
+	err := s.pc.c.Request(&proto.GetPlaybackLatency{StreamIndex: idx,
+		Time: proto.Time{Seconds: uint32(now.Unix()), Microseconds: uint32(now.Nanosecond() / 1000)}}, &rpl)
+	return rpl, err
 }
 
 func (s *PulseStreams) warn(n *atomic.Uint64, msg string) {
