@@ -36,6 +36,10 @@ type RunOptions struct {
 	// VoiceEcho the echo mode voice starts in.
 	Audio     voicectl.Audio
 	VoiceEcho audio.Mode
+	// Output is the terminal the UI draws on (nil: standard output). The
+	// styles take their colours from lipgloss's default renderer: a caller
+	// that moves standard output off the terminal pins them first.
+	Output *os.File
 }
 
 // Session is a Backend that also delivers hearth's events to the UI:
@@ -56,6 +60,10 @@ func Run(ctx context.Context, o RunOptions) error {
 	if remote == nil {
 		remote = NewRemote(RemoteOptions{Addr: o.Addr, Client: o.Client, Token: o.Token, Log: log})
 	}
+	out := o.Output
+	if out == nil {
+		out = os.Stdout
+	}
 	style := "light"
 	if lipgloss.HasDarkBackground() {
 		style = "dark"
@@ -73,6 +81,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	defer cancel()
 	p := tea.NewProgram(m,
 		tea.WithContext(ctx),
+		tea.WithOutput(out),
 		tea.WithAltScreen(),
 		tea.WithMouseCellMotion(),
 	)

@@ -74,8 +74,13 @@ func runLocal(ctx context.Context, lo localOptions, cmd string, args []string, h
 		if err != nil {
 			return usagef("%v", err)
 		}
+		out, restore, err := guardStray(log)
+		if err != nil {
+			return err
+		}
+		defer restore()
 		return tui.Run(ctx, tui.RunOptions{Addr: "local · " + sys.RootDir(), Client: lo.client, Session: teaSession{c}, Log: log,
-			Audio: newAudio(os.Getenv, log), VoiceEcho: echo}) // audio.go
+			Audio: newAudio(os.Getenv, log), VoiceEcho: echo, Output: out}) // audio.go
 	case "send":
 		return tui.Send(ctx, o, strings.Join(args, " "), os.Stdout)
 	case "history":

@@ -22,10 +22,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/charmbracelet/lipgloss"
 	"golang.org/x/term"
 
 	"github.com/mnemo/mnemo/internal/buildinfo"
@@ -330,12 +332,46 @@ func runTUI(ctx context.Context, o tui.Options, local bool, token func() (string
 	if err != nil {
 		return usagef("%v", err)
 	}
+	out, restore, err := guardStray(log)
+	if err != nil {
+		return err
+	}
 	err = tui.Run(ctx, tui.RunOptions{Addr: o.Addr, Client: o.Client, Token: token, Local: local, Log: log,
-		Audio: newAudio(os.Getenv, log), VoiceEcho: echo}) // audio.go
+		Audio: newAudio(os.Getenv, log), VoiceEcho: echo, Output: out}) // audio.go
+	restore()
 	if err != nil {
 		log.Error("mnemo stopped", "err", err)
 	}
 	return err
+}
+
+// guardStray moves what libraries print on their own off the screen, into
+// stray.log beside the log file, while the UI runs (guardTerminal). The
+// UI draws on out; restore puts the terminal back and logs what strayed.
+func guardStray(log *slog.Logger) (out *os.File, restore func(), err error) {
+	path, err := tui.LogPath(os.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	stray := filepath.Join(filepath.Dir(path), "stray.log")
+	// The styles' colours come from standard output: learn them (the
+	// background was asked when Bubble Tea started) while it is still the
+	// terminal, and keep them.
+	lipgloss.SetColorProfile(lipgloss.ColorProfile())
+	lipgloss.SetHasDarkBackground(lipgloss.HasDarkBackground())
+	out, back, err := guardTerminal(stray, func(fd int) bool { return term.IsTerminal(fd) })
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, func() {
+		n, err := back()
+		if err != nil {
+			log.Error("terminal not restored", "err", err)
+		}
+		if n > 0 {
+			log.Warn("libraries printed outside the UI", "bytes", n, "file", stray)
+		}
+	}, nil
 }
 
 func isLoopback(addr string) bool {
