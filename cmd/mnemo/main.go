@@ -338,7 +338,10 @@ func runTUI(ctx context.Context, o tui.Options, local bool, token func() (string
 	}
 	err = tui.Run(ctx, tui.RunOptions{Addr: o.Addr, Client: o.Client, Token: token, Local: local, Log: log,
 		Audio: newAudio(os.Getenv, log), VoiceEcho: echo, Output: out}) // audio.go
-	restore()
+	if stray := restore(); err != nil && stray != "" {
+		// A panic's trace went there.
+		err = fmt.Errorf("%w (what was printed outside the UI is in %s)", err, stray)
+	}
 	if err != nil {
 		log.Error("mnemo stopped", "err", err)
 	}
@@ -347,8 +350,9 @@ func runTUI(ctx context.Context, o tui.Options, local bool, token func() (string
 
 // guardStray moves what libraries print on their own off the screen, into
 // stray.log beside the log file, while the UI runs (guardTerminal). The
-// UI draws on out; restore puts the terminal back and logs what strayed.
-func guardStray(log *slog.Logger) (out *os.File, restore func(), err error) {
+// UI draws on out; restore puts the terminal back, logs what strayed and
+// returns the file's path when anything did.
+func guardStray(log *slog.Logger) (out *os.File, restore func() (stray string), err error) {
 	path, err := tui.LogPath(os.Getenv)
 	if err != nil {
 		return nil, nil, err
@@ -363,14 +367,16 @@ func guardStray(log *slog.Logger) (out *os.File, restore func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return out, func() {
+	return out, func() string {
 		n, err := back()
 		if err != nil {
 			log.Error("terminal not restored", "err", err)
 		}
-		if n > 0 {
-			log.Warn("libraries printed outside the UI", "bytes", n, "file", stray)
+		if n == 0 {
+			return ""
 		}
+		log.Warn("libraries printed outside the UI", "bytes", n, "file", stray)
+		return stray
 	}, nil
 }
 
