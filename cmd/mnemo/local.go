@@ -74,16 +74,10 @@ func runLocal(ctx context.Context, lo localOptions, cmd string, args []string, h
 		if err != nil {
 			return usagef("%v", err)
 		}
-		out, restore, err := guardStray(log)
-		if err != nil {
-			return err
-		}
-		err = tui.Run(ctx, tui.RunOptions{Addr: "local · " + sys.RootDir(), Client: lo.client, Session: teaSession{c}, Log: log,
-			Audio: newAudio(os.Getenv, log), VoiceEcho: echo, Output: out}) // audio.go
-		if stray := restore(); err != nil && stray != "" {
-			err = fmt.Errorf("%w (what was printed outside the UI is in %s)", err, stray)
-		}
-		return err
+		return runGuarded(log, func(out *os.File) error {
+			return tui.Run(ctx, tui.RunOptions{Addr: "local · " + sys.RootDir(), Client: lo.client, Session: teaSession{c}, Log: log,
+				Audio: newAudio(os.Getenv, log), VoiceEcho: echo, Output: out}) // audio.go
+		})
 	case "send":
 		return tui.Send(ctx, o, strings.Join(args, " "), os.Stdout)
 	case "history":

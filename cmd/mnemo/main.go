@@ -332,18 +332,27 @@ func runTUI(ctx context.Context, o tui.Options, local bool, token func() (string
 	if err != nil {
 		return usagef("%v", err)
 	}
+	err = runGuarded(log, func(out *os.File) error {
+		return tui.Run(ctx, tui.RunOptions{Addr: o.Addr, Client: o.Client, Token: token, Local: local, Log: log,
+			Audio: newAudio(os.Getenv, log), VoiceEcho: echo, Output: out}) // audio.go
+	})
+	if err != nil {
+		log.Error("mnemo stopped", "err", err)
+	}
+	return err
+}
+
+// runGuarded runs the UI on out with stray output moved off the screen
+// (guardStray). When the UI fails and something strayed (a panic's trace
+// does), the error says where it is.
+func runGuarded(log *slog.Logger, run func(out *os.File) error) error {
 	out, restore, err := guardStray(log)
 	if err != nil {
 		return err
 	}
-	err = tui.Run(ctx, tui.RunOptions{Addr: o.Addr, Client: o.Client, Token: token, Local: local, Log: log,
-		Audio: newAudio(os.Getenv, log), VoiceEcho: echo, Output: out}) // audio.go
+	err = run(out)
 	if stray := restore(); err != nil && stray != "" {
-		// A panic's trace went there.
 		err = fmt.Errorf("%w (what was printed outside the UI is in %s)", err, stray)
-	}
-	if err != nil {
-		log.Error("mnemo stopped", "err", err)
 	}
 	return err
 }
