@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -58,6 +59,9 @@ type Flushed struct {
 	Took time.Duration
 	// InputTokens and OutputTokens are what its model call cost.
 	InputTokens, OutputTokens int64
+	// Forgotten are records of it forgotten while it wrote: what it made
+	// of them was forgotten again after (keepFlush).
+	Forgotten []string
 }
 
 // flushMemo is the flush cursor's file: the last record flushed, the
@@ -270,6 +274,7 @@ func (h *Hearth) flushConversation(ctx context.Context, cv *conversation) error 
 	}
 	h.mu.Lock()
 	recent := slices.Clone(cv.recent)
+	seen := h.forgets // the forgets these records are already without
 	h.mu.Unlock()
 	// It looks ahead from the turns curated, not from a turn that may be
 	// arriving: what is flushed, and when, does not depend on the race.
@@ -305,7 +310,7 @@ func (h *Hearth) flushConversation(ctx context.Context, cv *conversation) error 
 		var summary string
 		res, summary, err = curator.DecodeFlush([]byte(resp.Text), curator.Input{Thread: cv.id, Records: rng, Read: h.cfg.Vault.Read})
 		if err == nil {
-			return h.keepFlush(ctx, cv.id, memo, rng, res, summary, start, usage)
+			return h.keepFlush(ctx, cv.id, seen, memo, rng, res, summary, start, usage)
 		}
 	}
 	c.mu.Lock()
@@ -314,9 +319,18 @@ func (h *Hearth) flushConversation(ctx context.Context, cv *conversation) error 
 	return fmt.Errorf("flush %s: %w", cv.id, err)
 }
 
-// keepFlush carries out a flush reply and moves the flush cursor.
-func (h *Hearth) keepFlush(ctx context.Context, conv string, memo flushMemo, rng []journal.Record, res curator.Result, summary string, start time.Time, usage llm.Usage) error {
+// keepFlush carries out a flush reply and moves the flush cursor. seen
+// is the count of forgets when the flush read its records: a forget of
+// one of them since (the model's answer takes seconds) drops the flush,
+// and the next reads the live records; one that commits while the flush
+// writes has its cascade run again over what the flush wrote, which that
+// cascade's scan may have missed.
+func (h *Hearth) keepFlush(ctx context.Context, conv string, seen uint64, memo flushMemo, rng []journal.Record, res curator.Result, summary string, start time.Time, usage llm.Usage) error {
 	c := h.curator
+	if gone, _, lost := h.flushRaced(seen, conv, rng); len(gone) > 0 || lost {
+		h.log.Info("flush: a turn it read was forgotten meanwhile; dropped, the next flush reads the live turns", "conversation", conv, "forgotten", len(gone))
+		return nil
+	}
 	done := Flushed{Summary: summary, Rejected: res.Rejected, InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}
 	for _, r := range rng {
 		done.Records = append(done.Records, r.ID)
@@ -340,6 +354,15 @@ func (h *Hearth) keepFlush(ctx context.Context, conv string, memo flushMemo, rng
 	memo.Cursor, memo.Path, memo.Summary = last, done.Path, summary
 	if err := h.saveFlush(conv, memo); err != nil {
 		return err
+	}
+	if gone, by, lost := h.flushRaced(seen, conv, rng); lost {
+		h.log.Warn("flush: more forgets came while it wrote than hearth follows; what it made is kept", "conversation", conv)
+	} else if len(gone) > 0 {
+		h.log.Info("flush: a turn it read was forgotten while it wrote; forgetting again what it made", "conversation", conv, "forgotten", len(gone))
+		if _, err := h.forgetDerived(ctx, gone, by); err != nil {
+			return fmt.Errorf("flush %s: forget what it made of a forgotten turn: %w", conv, err)
+		}
+		done.Forgotten = slices.Sorted(maps.Keys(gone))
 	}
 	h.log.Info("flushed", "conversation", conv, "from", first, "to", last, "records", len(rng), "summary", done.Path, "summary_decision", out.Decision,
 		"applied", applied, "queued", queued, "rejected", rejected, "questions", len(done.Questions))
@@ -403,4 +426,43 @@ func (h *Hearth) flushPrompt() string {
 		return s
 	}
 	return curator.FlushPrompt
+}
+
+// maxForgot is how many forgets Hearth.forgot keeps: far more than can
+// commit during one flush's model call.
+const maxForgot = 64
+
+// forgotten is one committed forget: its sequence number (Hearth.forgets
+// after it), the records it forgot and who forgot them.
+type forgotten struct {
+	seq uint64
+	ids []string
+	by  string
+}
+
+// flushRaced returns the records of rng (conversation conv) forgotten by
+// a forget committed after the count seen, with who forgot them. lost:
+// more forgets came since than forgot keeps, and which records they
+// forgot is not known.
+func (h *Hearth) flushRaced(seen uint64, conv string, rng []journal.Record) (gone map[string]string, by string, lost bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.forgets == seen {
+		return nil, "", false
+	}
+	if len(h.forgot) == 0 || h.forgot[0].seq > seen+1 {
+		return nil, "", true
+	}
+	gone = map[string]string{}
+	for _, f := range h.forgot {
+		if f.seq <= seen {
+			continue
+		}
+		for _, r := range rng {
+			if slices.Contains(f.ids, r.ID) {
+				gone[r.ID], by = conv, f.by
+			}
+		}
+	}
+	return gone, by, false
 }

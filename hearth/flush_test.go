@@ -69,6 +69,9 @@ func (m loggedChat) Stream(ctx context.Context, req llm.Request, onText func(str
 // citing the first record shown. While down, every call fails.
 type flushModel struct {
 	ev *flushEvents
+	// during, when set, sees each flush request's message before it is
+	// answered (the model's call is out meanwhile).
+	during func(msg string)
 
 	mu      sync.Mutex
 	down    bool
@@ -79,6 +82,9 @@ type flushModel struct {
 func (m *flushModel) Name() string  { return "flush" }
 func (m *flushModel) Model() string { return "flush-1" }
 func (m *flushModel) Stream(_ context.Context, req llm.Request, _ func(string)) (llm.Response, error) {
+	if m.during != nil && req.Output != nil && req.Output.Name == curator.FlushSchemaName {
+		m.during(req.Messages[len(req.Messages)-1].Content)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {

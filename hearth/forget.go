@@ -149,6 +149,11 @@ func (h *Hearth) forget(ctx context.Context, c *conversation, ids []string, by s
 			conv.forgetLocked(tomb.Forgets)
 		}
 	}
+	h.forgets++
+	h.forgot = append(h.forgot, forgotten{seq: h.forgets, ids: tomb.Forgets, by: by})
+	if len(h.forgot) > maxForgot {
+		h.forgot = slices.Delete(h.forgot, 0, len(h.forgot)-maxForgot)
+	}
 	h.noteLocked(tomb)
 	h.registryDirtyLocked()
 	h.publishLocked(&Forgotten{IDs: tomb.Forgets, By: by})

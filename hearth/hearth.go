@@ -214,6 +214,11 @@ type Hearth struct {
 	subs    map[*Subscription]struct{}
 	closing bool
 	dropped int // subscribers cut off for falling behind
+	// forgets counts the forgets committed; forgot keeps the last
+	// maxForgot of them, for a flush that read its records before one
+	// (flushRaced).
+	forgets uint64
+	forgot  []forgotten
 }
 
 // conversation is one conversation's state: its recent records, the reply
