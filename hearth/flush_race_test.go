@@ -87,28 +87,7 @@ func TestFlushRacesForget(t *testing.T) {
 				}()
 			}
 
-			var got hearth.Flushed
-			for i := 0; ; i++ {
-				sendAwait(t, h, longTurn(i))
-				select {
-				case <-curated:
-				case <-time.After(30 * time.Second):
-					t.Fatalf("not curated; health %+v", h.CuratorHealth())
-				}
-				select {
-				case got = <-flushed:
-				default:
-					if i < 24 {
-						continue
-					}
-					select {
-					case got = <-flushed:
-					case <-time.After(30 * time.Second):
-						t.Fatalf("no flush after %d turns; health %+v", i+1, h.CuratorHealth())
-					}
-				}
-				break
-			}
+			got := turnsUntilFlush(t, h, curated, flushed, 24, longTurn)
 			if err := <-forgetErr; err != nil {
 				t.Fatal(err)
 			}

@@ -127,6 +127,37 @@ func longTurn(i int) string {
 	return fmt.Sprintf("message %03d ", i) + strings.Repeat("shed paint ", 35)
 }
 
+// turnsUntilFlush sends the messages say numbers, one by one, until the
+// flush pass reports a flush. Each turn waits until the one before is
+// curated, so the flush pass is at most a turn behind and never needs to
+// cut (that takes five). After patience turns it waits for the flush: the
+// worker runs behind the turns on a loaded machine, and enough is said.
+func turnsUntilFlush(t *testing.T, h *hearth.Hearth, curated <-chan hearth.Curated, flushed <-chan hearth.Flushed, patience int, say func(i int) string) hearth.Flushed {
+	t.Helper()
+	for i := 0; ; i++ {
+		sendAwait(t, h, say(i))
+		select {
+		case <-curated:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("not curated; health %+v", h.CuratorHealth())
+		}
+		select {
+		case f := <-flushed:
+			return f
+		default:
+			if i < patience {
+				continue
+			}
+			select {
+			case f := <-flushed:
+				return f
+			case <-time.After(30 * time.Second):
+				t.Fatalf("no flush after %d turns; health %+v", i+1, h.CuratorHealth())
+			}
+		}
+	}
+}
+
 // sendAwait sends each message and waits for its reply.
 func sendAwait(t *testing.T, h *hearth.Hearth, msgs ...string) {
 	t.Helper()
@@ -159,37 +190,11 @@ func TestFlushBeforeTrim(t *testing.T) {
 		Curator: &hearth.CuratorConfig{StateDir: t.TempDir(), Model: &flushModel{ev: ev}, OnFlush: func(f hearth.Flushed) { flushed <- f },
 			Observe: func(c hearth.Curated) { curated <- c }},
 	})
-	// Each turn waits until the one before is curated, so the flush pass
-	// is at most a turn behind and never needs to cut (that takes five).
-	awaitCurated := func() {
-		select {
-		case <-curated:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("not curated; health %+v", h.CuratorHealth())
-		}
-	}
 	var sent []string
-	var first hearth.Flushed
-	for i := 0; ; i++ {
+	first := turnsUntilFlush(t, h, curated, flushed, 20, func(i int) string {
 		sent = append(sent, longTurn(i))
-		sendAwait(t, h, sent[i])
-		awaitCurated()
-		select {
-		case first = <-flushed:
-		default:
-			if i < 20 {
-				continue
-			}
-			// The worker runs behind the turns on a loaded machine:
-			// enough is said, so wait for the flush it owes.
-			select {
-			case first = <-flushed:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("no flush after %d turns; health %+v", i+1, h.CuratorHealth())
-			}
-		}
-		break
-	}
+		return sent[i]
+	})
 	// One more turn: the records flushed may now leave.
 	sent = append(sent, longTurn(len(sent)))
 	sendAwait(t, h, sent[len(sent)-1])
