@@ -494,8 +494,8 @@ func (d *Desk) drop(id string) {
 // release stores the held agent finals once nothing is playing: until
 // then the user may still cut them short.
 func (d *Desk) release(ctx context.Context) {
-	if d.player.Playing() {
-		return
+	if d.player.Replying() {
+		return // even between two pieces of it: the user may still cut it
 	}
 	d.releaseAll(ctx)
 }

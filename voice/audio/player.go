@@ -145,6 +145,9 @@ func (p *Player) Finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done = true
+	if p.state == idle && p.n == 0 {
+		p.track.Flush() // it ran dry and nothing more came: it is over
+	}
 }
 
 // Read fills out with the next samples to play (zeros where there are

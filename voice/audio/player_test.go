@@ -492,6 +492,14 @@ func TestPlayerRunsDry(t *testing.T) {
 		t.Errorf("Flush = %q %d ms %v, want item_1 150 ms", item, ms, ok)
 	}
 
+	// Its end comes after the speaker ran dry: nothing more to play.
+	p.Write("item_3", make([]byte, 2*samples(100)))
+	p.Read(out)
+	p.Finish()
+	if p.Replying() {
+		t.Error("a reply that ran dry and then ended is still under way")
+	}
+
 	p.Write("item_2", make([]byte, 2*samples(100)))
 	p.Finish()
 	p.Read(out)
