@@ -150,6 +150,30 @@ func (r *recorder) wait(t testing.TB, n int) []int16 {
 	return append([]int16(nil), r.buf...)
 }
 
+// waitSound blocks until the recording holds at least n samples that are
+// not silence.
+func (r *recorder) waitSound(t testing.TB, n int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sound, seen := 0, 0
+	for {
+		for _, v := range r.buf[seen:] {
+			if v != 0 {
+				sound++
+			}
+		}
+		seen = len(r.buf)
+		if sound >= n {
+			return
+		}
+		if r.done {
+			t.Fatalf("recording ended with %d samples of sound, want %d", sound, n)
+		}
+		r.cond.Wait()
+	}
+}
+
 // at is the index of the sample recorded at t: by the recorder's clock,
 // not by how much it has read so far, which lags on a loaded machine.
 func (r *recorder) at(t time.Time) int {

@@ -225,6 +225,39 @@ func testSessionBargeInOnDevice(t *testing.T, b Backend) {
 	}
 }
 
+// TestSessionBargeInPauseOnDevice: the reply's first 100 ms plays and
+// then nothing more comes (the stand-in holds the rest, a reply still
+// being generated); the speaker has run dry when the user speaks. The
+// item is cut at the 100 ms heard: the silence the device was handed
+// meanwhile, which the flush drops, was never counted as heard.
+func TestSessionBargeInPauseOnDevice(t *testing.T) { eachBackend(t, testSessionBargeInPauseOnDevice) }
+
+func testSessionBargeInPauseOnDevice(t *testing.T, b Backend) {
+	user := speech(t, "en-us", "Hello there.")
+	stop := speech(t, "en-us", "Stop.")
+	rec := record(t, "parec", "--device=spk.monitor", "--rate=24000", "--channels=1",
+		"--format=s16le", "--raw", "--latency-msec=10")
+	rec.wait(t, 1)
+	srv := voicetest.Start(t, voicetest.Options{Turns: []voicetest.Turn{
+		{User: "hello", Reply: voicetest.Reply{Transcript: "one two three four", AudioMS: 2000, HoldAfter: 1}},
+		{User: "stop", Reply: voicetest.Reply{Transcript: "Sure.", AudioMS: 300}},
+	}})
+	d := openDesk(t, b, srv, FullDuplex)
+	d.await(t, "session.updated", 10*time.Second, func() bool { return d.ready })
+	say(t, user)
+	// The 100 ms sent has played (a ramp: hardly a zero in it); the
+	// speaker waits for more.
+	rec.waitSound(t, SampleRate*95/1000)
+	say(t, stop)
+	d.await(t, "barge-in", 10*time.Second, func() bool { return !d.flushAt.IsZero() })
+	d.mu.Lock()
+	heard := d.flushed
+	d.mu.Unlock()
+	if truncs := srv.Truncates(); len(truncs) == 0 || truncs[0] != 100 || heard != 100 {
+		t.Errorf("truncates %v (heard %d ms at the flush), want [100 ...]: the 100 ms sent was all played; player %+v", truncs, heard, d.p.Stats())
+	}
+}
+
 // lastSound is the index of the last non-zero sample of rec from start
 // on (start if there is none).
 func lastSound(rec []int16, start int) int {
